@@ -1,0 +1,49 @@
+# mynah — the two commands a newcomer needs are `make run` and `make test`.
+# Both run scripts/setup.sh first (system packages, pinned ONNX Runtime).
+
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+export PATH := $(dir $(GO)):$(PATH)
+export CGO_ENABLED := 1
+
+VOICE_DIR ?= var/voices/mynah-demo
+GREETING  ?= Hello! I am mynah. I speak offline, with a voice this project built itself.
+
+.PHONY: all setup build run test test-short bench fuzz demo-voice vet clean
+
+all: build
+
+setup:
+	scripts/setup.sh
+
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+demo-voice: build
+	@test -f $(VOICE_DIR)/mynah-demo.onnx || bin/mynah voice demo --out $(VOICE_DIR)
+
+# run: set up, build, make the demo voice, and speak a greeting through the
+# default audio device (or into var/greeting.wav when there is none).
+run: setup build demo-voice
+	bin/mynah say --voice $(VOICE_DIR) --fallback-wav var/greeting.wav "$(GREETING)"
+
+# test: set up, then the whole suite with the race detector. Tests use the
+# real ONNX Runtime, libespeak-ng and PortAudio (through an ALSA file device).
+test: setup vet
+	$(GO) test -race -count=1 ./...
+
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+# bench: Go benchmarks of every package, printed as one table.
+bench: setup
+	scripts/bench.sh
+
+# fuzz: each fuzz target for FUZZTIME (default 30s).
+FUZZTIME ?= 30s
+fuzz: setup
+	scripts/fuzz.sh $(FUZZTIME)
+
+clean:
+	rm -rf bin var

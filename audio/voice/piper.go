@@ -1,0 +1,486 @@
+package voice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/text"
+	"github.com/mynah-tts/mynah/quant/onnx"
+	"github.com/mynah-tts/mynah/quant/ort"
+)
+
+// Errors returned by the engine; the wrapped message has the details.
+var (
+	// ErrVoiceNotFound means the path holds no Piper voice.
+	ErrVoiceNotFound = errors.New("voice not found")
+	// ErrModelMismatch means the model's inputs or outputs do not follow the
+	// Piper contract the config promises.
+	ErrModelMismatch = errors.New("model does not match the piper contract")
+	// ErrUnknownSpeaker means a request named a speaker the voice lacks.
+	ErrUnknownSpeaker = errors.New("unknown speaker")
+	// ErrBadParameter means a request's rate or scale is out of range.
+	ErrBadParameter = errors.New("bad synthesis parameter")
+	// ErrTooManyFrames means one sentence would produce more audio than
+	// PiperOptions.MaxSentenceAudio allows.
+	ErrTooManyFrames = errors.New("sentence audio exceeds limit")
+)
+
+// Limits on one request's parameters. A rate of 4 is already hard to follow;
+// below 0.25 a sentence takes longer than anyone waits for.
+const (
+	MinRate = 0.25
+	MaxRate = 4.0
+	// MaxPhonemeIDs bounds one ONNX run. The sentence splitter keeps
+	// sentences far shorter; this guards against a front end that expands
+	// wildly (numbers, abbreviations).
+	MaxPhonemeIDs = 4096
+)
+
+// PiperOptions configure LoadPiper. A nil *PiperOptions means defaults.
+type PiperOptions struct {
+	// Session options for ONNX Runtime (threads, provider, arena).
+	Session *ort.SessionOptions
+	// SentenceSilence is the pause appended after every sentence but the
+	// last; Piper's default is 0.2 s.
+	SentenceSilence time.Duration
+	// Split limits characters per request and per sentence.
+	Split *text.SplitOptions
+	// MaxSentenceAudio bounds the audio of one sentence; longer output is
+	// ErrTooManyFrames rather than an unbounded allocation. Default 60 s.
+	MaxSentenceAudio time.Duration
+	Logger           *slog.Logger
+}
+
+// DefaultSentenceSilence is Piper's pause between sentences.
+const DefaultSentenceSilence = 200 * time.Millisecond
+
+// Request is one thing to say. Zero values mean the voice's defaults.
+type Request struct {
+	Text string
+	// Speaker is a name from the voice's speaker_id_map or a speaker
+	// number; "" is speaker 0.
+	Speaker string
+	// Rate is the speaking rate: 2 is twice as fast. It divides the length
+	// scale; 0 means 1.
+	Rate float64
+	// LengthScale, NoiseScale and NoiseW override the voice's inference
+	// defaults when non-nil.
+	LengthScale, NoiseScale, NoiseW *float32
+}
+
+// Chunk is one sentence of synthesized speech.
+type Chunk struct {
+	Index    int    // 0-based sentence number
+	Last     bool   // no sentence follows
+	Sentence string // the text it speaks
+	PCM      audio.PCM
+	// Silence is the pause that follows the sentence (zero after the last).
+	// It is not part of PCM so that a phrase cache can store speech alone.
+	Silence time.Duration
+	// Unknown counts phonemes the voice has no id for; they were skipped.
+	Unknown int
+	// Synth is how long synthesis of this sentence took.
+	Synth time.Duration
+}
+
+// Info describes a loaded voice.
+type Info struct {
+	Name       string
+	ModelPath  string
+	Digest     string // sha256 of the .onnx file
+	SizeBytes  int64
+	SampleRate int
+	Speakers   []string // by id; a generated name where the map has none
+	Provider   string   // the ONNX Runtime execution provider in use
+	Phonemes   string   // phoneme_type
+}
+
+// session is the part of an ONNX Runtime session the engine needs.
+type session interface {
+	Inputs() []ort.TensorInfo
+	Outputs() []ort.TensorInfo
+	Run(inputs []ort.Tensor) ([]ort.Tensor, error)
+	Provider() ort.Provider
+	Close() error
+}
+
+// Piper runs one Piper voice. It is safe for concurrent use.
+type Piper struct {
+	cfg    *PiperConfig
+	info   Info
+	sess   session
+	ids    text.PhonemeIDMap
+	front  text.Phonemizer
+	pinyin text.Phonemizer // Mandarin sentences, when the voice covers pinyin
+	split  *text.SplitOptions
+	silence,
+	maxAudio time.Duration
+	hasSID bool
+	log    *slog.Logger
+
+	warnOnce sync.Map // phoneme → struct{}: log each unknown phoneme once
+}
+
+// FindPiper resolves path to a Piper voice's .onnx file: path itself, or the
+// one NAME.onnx with a NAME.onnx.json beside it in the directory path.
+func FindPiper(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrVoiceNotFound, err)
+	}
+	if !st.IsDir() {
+		return path, nil
+	}
+	matches, err := filepath.Glob(filepath.Join(path, "*.onnx"))
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrVoiceNotFound, err)
+	}
+	var voices []string
+	for _, m := range matches {
+		if _, err := os.Stat(m + ".json"); err == nil {
+			voices = append(voices, m)
+		}
+	}
+	switch len(voices) {
+	case 0:
+		return "", fmt.Errorf("%w: no NAME.onnx with NAME.onnx.json in %s", ErrVoiceNotFound, path)
+	case 1:
+		return voices[0], nil
+	}
+	return "", fmt.Errorf("%w: %s holds %d voices (%s); name the .onnx file", ErrVoiceNotFound, path, len(voices), strings.Join(voices, ", "))
+}
+
+// LoadPiper loads the Piper voice at path (a .onnx file or a directory
+// holding one) into a session of rt. The model is read and checked in Go
+// before ONNX Runtime sees it.
+func LoadPiper(rt *ort.Runtime, path string, opts *PiperOptions) (*Piper, error) {
+	var o PiperOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.SentenceSilence == 0 {
+		o.SentenceSilence = DefaultSentenceSilence
+	}
+	if o.MaxSentenceAudio <= 0 {
+		o.MaxSentenceAudio = 60 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	modelPath, err := FindPiper(path)
+	if err != nil {
+		return nil, fmt.Errorf("load voice: %w", err)
+	}
+	cfg, err := ReadPiperConfig(modelPath + ".json")
+	if err != nil {
+		return nil, fmt.Errorf("load voice: %w", err)
+	}
+	model, err := onnx.ReadFile(modelPath, nil)
+	if err != nil {
+		return nil, fmt.Errorf("load voice: %w", err)
+	}
+	data, err := onnx.Encode(model)
+	if err != nil {
+		return nil, fmt.Errorf("load voice: %w", err)
+	}
+	sess, err := rt.NewSession(data, o.Session)
+	if err != nil {
+		return nil, fmt.Errorf("load voice %s: %w", modelPath, err)
+	}
+	p, err := newPiper(cfg, sess, o)
+	if err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("load voice %s: %w", modelPath, err)
+	}
+	p.info.Name = strings.TrimSuffix(filepath.Base(modelPath), ".onnx")
+	p.info.ModelPath = modelPath
+	// The digest is of the file as it is on disk, not of the re-encoding.
+	p.info.Digest = model.Digest
+	p.info.SizeBytes = model.Size
+	return p, nil
+}
+
+func newPiper(cfg *PiperConfig, sess session, o PiperOptions) (*Piper, error) {
+	p := &Piper{
+		cfg:      cfg,
+		sess:     sess,
+		split:    o.Split,
+		silence:  o.SentenceSilence,
+		maxAudio: o.MaxSentenceAudio,
+		log:      o.Logger,
+	}
+	if err := p.checkContract(); err != nil {
+		return nil, err
+	}
+	ids, err := text.NewPhonemeIDMap(cfg.PhonemeIDMap)
+	if err != nil {
+		return nil, fmt.Errorf("%w: phoneme_id_map: %v", ErrInvalidConfig, err)
+	}
+	p.ids = ids
+	ptype := cfg.PhonemeType
+	if ptype == "" {
+		ptype = PhonemeEspeak
+	}
+	espeakVoice := cfg.Espeak.Voice
+	// Debian's espeak-ng reads Mandarin as English; voices that cover the
+	// pinyin inventory get mynah's own Mandarin front end instead.
+	coversPinyin := ids.Covers(text.PinyinTokens())
+	if ptype == PhonemeEspeak && isMandarin(espeakVoice) && coversPinyin {
+		ptype = PhonemePinyin
+	}
+	p.front, err = text.NewPhonemizer(ptype, espeakVoice)
+	if err != nil {
+		return nil, fmt.Errorf("front end: %w", err)
+	}
+	if ptype != PhonemePinyin && coversPinyin {
+		p.pinyin, err = text.NewPhonemizer(PhonemePinyin, "")
+		if err != nil {
+			return nil, fmt.Errorf("front end: %w", err)
+		}
+	}
+	speakers := make([]string, max(cfg.NumSpeakers, 1))
+	for name, id := range cfg.SpeakerIDMap {
+		speakers[id] = name
+	}
+	for i, s := range speakers {
+		if s == "" {
+			speakers[i] = strconv.Itoa(i)
+		}
+	}
+	p.info = Info{
+		SampleRate: cfg.Audio.SampleRate,
+		Speakers:   speakers,
+		Provider:   string(sess.Provider()),
+		Phonemes:   ptype,
+	}
+	return p, nil
+}
+
+func isMandarin(espeakVoice string) bool {
+	v := strings.ToLower(espeakVoice)
+	return v == "zh" || v == "cmn" || strings.HasPrefix(v, "cmn-") || strings.HasPrefix(v, "zh-") || strings.HasPrefix(v, "zh_")
+}
+
+// checkContract verifies the model's real inputs and outputs against what
+// the config promises, so a mismatched pair fails at load with a message
+// that names the tensor, not at the first sentence.
+func (p *Piper) checkContract() error {
+	want := map[string]ort.ElementType{"input": ort.Int64, "input_lengths": ort.Int64, "scales": ort.Float32}
+	have := make(map[string]ort.ElementType)
+	for _, in := range p.sess.Inputs() {
+		have[in.Name] = in.Type
+	}
+	if t, ok := have["sid"]; ok {
+		if t != ort.Int64 {
+			return fmt.Errorf("%w: input sid is %s, want int64", ErrModelMismatch, t)
+		}
+		p.hasSID = true
+	}
+	if p.cfg.NumSpeakers > 1 && !p.hasSID {
+		return fmt.Errorf("%w: config has %d speakers but the model has no sid input", ErrModelMismatch, p.cfg.NumSpeakers)
+	}
+	for name, typ := range want {
+		t, ok := have[name]
+		if !ok {
+			return fmt.Errorf("%w: model has no input %q (inputs: %v)", ErrModelMismatch, name, p.sess.Inputs())
+		}
+		if t != typ {
+			return fmt.Errorf("%w: input %q is %s, want %s", ErrModelMismatch, name, t, typ)
+		}
+	}
+	if len(have) != len(want)+btoi(p.hasSID) {
+		return fmt.Errorf("%w: unexpected inputs %v", ErrModelMismatch, p.sess.Inputs())
+	}
+	outs := p.sess.Outputs()
+	if len(outs) == 0 || outs[0].Type != ort.Float32 {
+		return fmt.Errorf("%w: first output must be float32 audio (outputs: %v)", ErrModelMismatch, outs)
+	}
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Info describes the voice.
+func (p *Piper) Info() Info {
+	i := p.info
+	i.Speakers = slices.Clone(i.Speakers)
+	return i
+}
+
+// Config returns the voice's parsed .onnx.json.
+func (p *Piper) Config() *PiperConfig { return p.cfg }
+
+// Close releases the ONNX Runtime session.
+func (p *Piper) Close() error { return p.sess.Close() }
+
+// params are the resolved synthesis parameters of a request.
+type params struct {
+	sid                            int64
+	noiseScale, lengthScale, noise float32
+}
+
+// Resolve checks a request's speaker and parameters against the voice and
+// returns the values synthesis will use (exported through Params for cache
+// keys).
+func (p *Piper) resolve(req Request) (params, error) {
+	inf := p.cfg.Inference
+	out := params{noiseScale: inf.NoiseScale, lengthScale: inf.LengthScale, noise: inf.NoiseW}
+	sid, err := p.speakerID(req.Speaker)
+	if err != nil {
+		return out, err
+	}
+	out.sid = sid
+	for _, f := range []struct {
+		name string
+		src  *float32
+		dst  *float32
+	}{{"length_scale", req.LengthScale, &out.lengthScale}, {"noise_scale", req.NoiseScale, &out.noiseScale}, {"noise_w", req.NoiseW, &out.noise}} {
+		if f.src == nil {
+			continue
+		}
+		v := *f.src
+		if math.IsNaN(float64(v)) || v < 0 || v > 10 {
+			return out, fmt.Errorf("%w: %s %v outside 0..10", ErrBadParameter, f.name, v)
+		}
+		*f.dst = v
+	}
+	if req.Rate != 0 {
+		if math.IsNaN(req.Rate) || req.Rate < MinRate || req.Rate > MaxRate {
+			return out, fmt.Errorf("%w: rate %v outside %v..%v", ErrBadParameter, req.Rate, MinRate, MaxRate)
+		}
+		out.lengthScale = float32(float64(out.lengthScale) / req.Rate)
+	}
+	if out.lengthScale <= 0 {
+		return out, fmt.Errorf("%w: length_scale must be above 0", ErrBadParameter)
+	}
+	return out, nil
+}
+
+func (p *Piper) speakerID(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if id, ok := p.cfg.SpeakerIDMap[s]; ok {
+		return id, nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 && n < int64(max(p.cfg.NumSpeakers, 1)) {
+		return n, nil
+	}
+	names := slices.Clone(p.info.Speakers)
+	if len(names) > 10 {
+		names = append(names[:10], "…")
+	}
+	return 0, fmt.Errorf("%w: %q (this voice has %d: %s)", ErrUnknownSpeaker, truncate(s, 64), len(p.info.Speakers), strings.Join(names, ", "))
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+// Synthesize speaks req sentence by sentence: emit gets sentence 1's audio
+// before sentence 2 is synthesized. An error from emit stops synthesis and
+// is returned as is. Validation errors (empty text, too long, unknown
+// speaker, bad parameter) come before any audio.
+func (p *Piper) Synthesize(ctx context.Context, req Request, emit func(Chunk) error) error {
+	prm, err := p.resolve(req)
+	if err != nil {
+		return err
+	}
+	sentences, err := text.Split(req.Text, p.split)
+	if err != nil {
+		return err
+	}
+	for i, s := range sentences {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		start := time.Now()
+		pcm, unknown, err := p.sentence(s, prm)
+		if err != nil {
+			return fmt.Errorf("sentence %d: %w", i+1, err)
+		}
+		c := Chunk{Index: i, Last: i == len(sentences)-1, Sentence: s, PCM: pcm, Unknown: unknown, Synth: time.Since(start)}
+		if !c.Last {
+			c.Silence = p.silence
+		}
+		if err := emit(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sentence runs one ONNX call for one sentence.
+func (p *Piper) sentence(s string, prm params) (audio.PCM, int, error) {
+	front := p.front
+	if p.pinyin != nil && mostlyHan(s) {
+		front = p.pinyin
+	}
+	phonemes, err := front.Phonemize(s)
+	if err != nil {
+		return audio.PCM{}, 0, fmt.Errorf("phonemize: %w", err)
+	}
+	ids, unknown := p.ids.IDs(phonemes)
+	n := 0
+	for ph, k := range unknown {
+		n += k
+		if _, seen := p.warnOnce.LoadOrStore(ph, struct{}{}); !seen {
+			p.log.Warn("phoneme not in voice, skipped", "phoneme", ph, "voice", p.info.Name)
+		}
+	}
+	if len(ids) > MaxPhonemeIDs {
+		return audio.PCM{}, n, fmt.Errorf("%w: %d phoneme ids, limit %d", ErrTooManyFrames, len(ids), MaxPhonemeIDs)
+	}
+	inputs := []ort.Tensor{
+		{Name: "input", Shape: []int64{1, int64(len(ids))}, Int64: ids},
+		{Name: "input_lengths", Shape: []int64{1}, Int64: []int64{int64(len(ids))}},
+		{Name: "scales", Shape: []int64{3}, Float32: []float32{prm.noiseScale, prm.lengthScale, prm.noise}},
+	}
+	if p.hasSID {
+		inputs = append(inputs, ort.Tensor{Name: "sid", Shape: []int64{1}, Int64: []int64{prm.sid}})
+	}
+	outs, err := p.sess.Run(inputs)
+	if err != nil {
+		return audio.PCM{}, n, fmt.Errorf("run model: %w", err)
+	}
+	wave := outs[0].Float32
+	if max := int(p.maxAudio.Seconds() * float64(p.cfg.Audio.SampleRate)); len(wave) > max {
+		return audio.PCM{}, n, fmt.Errorf("%w: %d samples, limit %d", ErrTooManyFrames, len(wave), max)
+	}
+	return audio.FromFloat32(wave, p.cfg.Audio.SampleRate), n, nil
+}
+
+// mostlyHan reports whether most letters of s are Han characters.
+func mostlyHan(s string) bool {
+	han, letters := 0, 0
+	for _, r := range s {
+		if unicode.Is(unicode.Han, r) {
+			han++
+			letters++
+		} else if unicode.IsLetter(r) {
+			letters++
+		}
+	}
+	return han > 0 && 2*han >= letters
+}

@@ -1,0 +1,98 @@
+package voice
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/mynah-tts/mynah/audio"
+)
+
+// Synthesizer is what Play needs from an engine.
+type Synthesizer interface {
+	Synthesize(ctx context.Context, req Request, emit func(Chunk) error) error
+}
+
+var _ Synthesizer = (*Piper)(nil)
+
+// PlayStats describe one Play call.
+type PlayStats struct {
+	Sentences int
+	// FirstAudio is from the call to the first sentence's PCM reaching the
+	// sink: what a listener waits before hearing anything.
+	FirstAudio time.Duration
+	// Total is from the call to the last sentence handed to the sink.
+	Total time.Duration
+	// Synth is the time spent synthesizing, summed over sentences.
+	Synth time.Duration
+	// Audio is the duration of the speech produced, pauses included.
+	Audio time.Duration
+	// Unknown counts skipped phonemes.
+	Unknown int
+}
+
+// Play synthesizes req into sink. Synthesis runs one sentence ahead of
+// playback: while sentence n is being written to the sink, sentence n+1 is
+// synthesized, so a long text plays without gaps once it has started.
+// Cancelling ctx aborts the sink at once and returns ctx's error. Play does
+// not Drain the sink.
+func Play(ctx context.Context, s Synthesizer, req Request, sink audio.Sink) (PlayStats, error) {
+	var st PlayStats
+	start := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	chunks := make(chan Chunk, 1) // one sentence ahead, no more: bounded memory
+	synthErr := make(chan error, 1)
+	go func() {
+		defer close(chunks)
+		synthErr <- s.Synthesize(ctx, req, func(c Chunk) error {
+			select {
+			case chunks <- c:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+
+	var playErr error
+	for c := range chunks {
+		if playErr != nil {
+			continue // drain so the producer can finish
+		}
+		if err := sink.Write(ctx, c.PCM); err != nil {
+			playErr = err
+			cancel()
+			continue
+		}
+		if st.Sentences == 0 {
+			st.FirstAudio = time.Since(start)
+		}
+		st.Sentences++
+		st.Synth += c.Synth
+		st.Unknown += c.Unknown
+		st.Audio += c.PCM.Duration() + c.Silence
+		if c.Silence > 0 {
+			if err := sink.Write(ctx, audio.Silence(c.PCM.Rate, c.PCM.Channels, c.Silence)); err != nil {
+				playErr = err
+				cancel()
+			}
+		}
+	}
+	st.Total = time.Since(start)
+	err := <-synthErr
+	if playErr != nil {
+		if ctx.Err() != nil {
+			_ = sink.Abort()
+		}
+		return st, playErr
+	}
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			_ = sink.Abort()
+		}
+		return st, err
+	}
+	return st, nil
+}
