@@ -53,7 +53,7 @@ type PiperOptions struct {
 	// Session options for ONNX Runtime (threads, provider, arena).
 	Session *ort.SessionOptions
 	// SentenceSilence is the pause appended after every sentence but the
-	// last; Piper's default is 0.2 s.
+	// last; 0 means Piper's default of 0.2 s, negative means none.
 	SentenceSilence time.Duration
 	// Split limits characters per request and per sentence.
 	Split *text.SplitOptions
@@ -166,19 +166,7 @@ func FindPiper(path string) (string, error) {
 // holding one) into a session of rt. The model is read and checked in Go
 // before ONNX Runtime sees it.
 func LoadPiper(rt *ort.Runtime, path string, opts *PiperOptions) (*Piper, error) {
-	var o PiperOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.SentenceSilence == 0 {
-		o.SentenceSilence = DefaultSentenceSilence
-	}
-	if o.MaxSentenceAudio <= 0 {
-		o.MaxSentenceAudio = 60 * time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o := opts.withDefaults()
 	modelPath, err := FindPiper(path)
 	if err != nil {
 		return nil, fmt.Errorf("load voice: %w", err)
@@ -212,7 +200,29 @@ func LoadPiper(rt *ort.Runtime, path string, opts *PiperOptions) (*Piper, error)
 	return p, nil
 }
 
-func newPiper(cfg *PiperConfig, sess session, o PiperOptions) (*Piper, error) {
+func (opts *PiperOptions) withDefaults() PiperOptions {
+	var o PiperOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.SentenceSilence == 0 {
+		o.SentenceSilence = DefaultSentenceSilence
+	}
+	if o.SentenceSilence < 0 {
+		o.SentenceSilence = 0
+	}
+	if o.MaxSentenceAudio <= 0 {
+		o.MaxSentenceAudio = 60 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// newPiper wires a voice from its parts; LoadPiper reads them from disk.
+func newPiper(cfg *PiperConfig, sess session, opts PiperOptions) (*Piper, error) {
+	o := opts.withDefaults()
 	p := &Piper{
 		cfg:      cfg,
 		sess:     sess,
@@ -224,7 +234,7 @@ func newPiper(cfg *PiperConfig, sess session, o PiperOptions) (*Piper, error) {
 	if err := p.checkContract(); err != nil {
 		return nil, err
 	}
-	ids, err := text.NewPhonemeIDMap(cfg.PhonemeIDMap)
+	ids, err := text.NewPhonemeIDMap(cfg.PhonemeIDMap, cfg.NumSymbols)
 	if err != nil {
 		return nil, fmt.Errorf("%w: phoneme_id_map: %v", ErrInvalidConfig, err)
 	}
@@ -236,7 +246,7 @@ func newPiper(cfg *PiperConfig, sess session, o PiperOptions) (*Piper, error) {
 	espeakVoice := cfg.Espeak.Voice
 	// Debian's espeak-ng reads Mandarin as English; voices that cover the
 	// pinyin inventory get mynah's own Mandarin front end instead.
-	coversPinyin := ids.Covers(text.PinyinTokens())
+	coversPinyin := covers(ids, text.PinyinTokens())
 	if ptype == PhonemeEspeak && isMandarin(espeakVoice) && coversPinyin {
 		ptype = PhonemePinyin
 	}
@@ -266,6 +276,16 @@ func newPiper(cfg *PiperConfig, sess session, o PiperOptions) (*Piper, error) {
 		Phonemes:   ptype,
 	}
 	return p, nil
+}
+
+// covers reports whether every token has an id in m.
+func covers(m text.PhonemeIDMap, tokens []string) bool {
+	for _, t := range tokens {
+		if len(m[t]) == 0 {
+			return false
+		}
+	}
+	return len(tokens) > 0
 }
 
 func isMandarin(espeakVoice string) bool {
@@ -471,16 +491,24 @@ func (p *Piper) sentence(s string, prm params) (audio.PCM, int, error) {
 	return audio.FromFloat32(wave, p.cfg.Audio.SampleRate), n, nil
 }
 
-// mostlyHan reports whether most letters of s are Han characters.
+// mostlyHan reports whether s is a Chinese sentence: more Han characters
+// than words in other scripts ("我用 iPhone" is, "Hello 你" is not).
 func mostlyHan(s string) bool {
-	han, letters := 0, 0
+	han, words := 0, 0
+	inWord := false
 	for _, r := range s {
-		if unicode.Is(unicode.Han, r) {
+		switch {
+		case unicode.Is(unicode.Han, r):
 			han++
-			letters++
-		} else if unicode.IsLetter(r) {
-			letters++
+			inWord = false
+		case unicode.IsLetter(r):
+			if !inWord {
+				words++
+			}
+			inWord = true
+		default:
+			inWord = false
 		}
 	}
-	return han > 0 && 2*han >= letters
+	return han > words
 }

@@ -1,0 +1,214 @@
+package demo
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// Columns of the per-symbol parameter table the model gathers by phoneme id.
+const (
+	cDur      = iota // ms
+	cClosure         // fraction of the duration that is a stop closure
+	cVoicebar        // voicing kept during the closure
+	cPitch           // f0 factor
+	cStress          // stress a mark gives the phoneme after it
+	cInherit         // 1 for length marks
+	cTone            // pinyin tone 1..5
+	cB1              // formant bandwidths, Hz
+	cB2
+	cB3
+	cNoise // numBands noise band amplitudes start here
+)
+
+// cTarget is the first column of the three targets (start, middle, end),
+// each targetCols wide.
+const cTarget = cNoise + numBands
+
+// Columns within one target.
+const (
+	tF1 = iota // formant frequencies, Hz
+	tF2
+	tF3
+	tG1 // formant peak gains (see gains)
+	tG2
+	tG3
+	tG4
+	tAV // voicing amplitude
+	targetCols
+)
+
+const numCols = cTarget + 3*targetCols
+
+// paramTable returns the [len(inventory), numCols] table, row i for id i.
+func paramTable() []float32 {
+	t := make([]float32, 0, len(inventory)*numCols)
+	for _, s := range inventory {
+		row := make([]float32, numCols)
+		row[cDur] = float32(s.dur)
+		row[cClosure] = float32(s.closure)
+		row[cVoicebar] = float32(s.voicebar)
+		row[cPitch] = 1
+		if s.pitch != 0 {
+			row[cPitch] = float32(s.pitch)
+		}
+		row[cStress] = float32(s.stress)
+		if s.inherit {
+			row[cInherit] = 1
+		}
+		row[cTone] = float32(s.tone)
+		b := bandwidths(s)
+		for i := range b {
+			row[cB1+i] = float32(b[i])
+		}
+		for i, n := range s.noise {
+			row[cNoise+i] = float32(n * noiseLevel)
+		}
+		for k, tr := range s.tr {
+			base := cTarget + k*targetCols
+			g := gains(tr, b)
+			row[base+tF1] = float32(tr.f1)
+			row[base+tF2] = float32(tr.f2)
+			row[base+tF3] = float32(tr.f3)
+			for i := range g {
+				row[base+tG1+i] = float32(g[i])
+			}
+			row[base+tAV] = float32(tr.av)
+		}
+		t = append(t, row...)
+	}
+	return t
+}
+
+// noiseLevel puts the unit-RMS noise bands on the scale of the formant
+// gains, so that a fricative sits some 10 dB under an open vowel.
+const noiseLevel = 6
+
+// Fixed seeds: the model must be byte-identical for the same options.
+const (
+	seedNoise = 0x6d796e6168 // "mynah"
+	seedPert  = 0x64656d6f   // "demo"
+)
+
+// Two noise tables of coprime lengths are summed, so the noise only
+// repeats after noiseLenA*noiseLenB samples (over three minutes) while the
+// model stays small.
+const (
+	noiseLenA = 2039
+	noiseLenB = 2053
+)
+
+// bandShape is the magnitude of noise band b at frequency f.
+func bandShape(b int, f, nyquist float64) float64 {
+	if f < 60 || f > 0.97*nyquist {
+		return 0
+	}
+	gauss := func(center, octaves float64) float64 {
+		d := math.Log2(f/center) / octaves
+		return math.Exp(-0.5 * d * d)
+	}
+	switch b {
+	case bandAsp:
+		return gauss(1500, 1.2)
+	case bandPalatal:
+		return gauss(3000, 0.5)
+	case bandAlveol:
+		return gauss(6500, 0.45)
+	default: // bandFlat
+		lo := 1 / (1 + math.Pow(800/f, 4))
+		hi := 1 / (1 + math.Pow(f/10000, 4))
+		return lo * hi
+	}
+}
+
+// noiseTable returns a [numBands, n] table of periodic band-limited noise
+// at sampleRate: random phases with each band's magnitude on every DFT
+// bin, so the table loops without a seam. Each band has RMS 1/√2; the two
+// tables together have RMS 1.
+func noiseTable(n, sampleRate int, rng *rand.Rand) []float32 {
+	cosT := make([]float64, n)
+	sinT := make([]float64, n)
+	for m := range n {
+		a := 2 * math.Pi * float64(m) / float64(n)
+		cosT[m], sinT[m] = math.Cos(a), math.Sin(a)
+	}
+	nyq := float64(sampleRate) / 2
+	out := make([]float32, 0, numBands*n)
+	x := make([]float64, n)
+	for b := range numBands {
+		clear(x)
+		for k := 1; k <= (n-1)/2; k++ {
+			mag := bandShape(b, float64(k)*float64(sampleRate)/float64(n), nyq)
+			phase := 2 * math.Pi * rng.Float64()
+			if mag == 0 {
+				continue
+			}
+			re, im := mag*math.Cos(phase), mag*math.Sin(phase)
+			for i := range n {
+				m := (k * i) % n
+				x[i] += re*cosT[m] - im*sinT[m]
+			}
+		}
+		var e float64
+		for _, v := range x {
+			e += v * v
+		}
+		scale := 0.0
+		if e > 0 {
+			scale = 1 / math.Sqrt(2*e/float64(n))
+		}
+		for _, v := range x {
+			out = append(out, float32(v*scale))
+		}
+	}
+	return out
+}
+
+// pertLen is the period of the duration jitter noise_w scales.
+const pertLen = 61
+
+// pertTable is a fixed sequence in [-1, 1]: the duration jitter noise_w
+// scales. noise_w 0 means no jitter at all.
+func pertTable() []float32 {
+	rng := rand.New(rand.NewPCG(seedPert, seedPert))
+	p := make([]float32, pertLen)
+	for i := range p {
+		p[i] = float32(2*rng.Float64() - 1)
+	}
+	return p
+}
+
+// toneTable gives the pitch factor at the start, middle and end of a
+// syllable for pinyin tones 0 (none) to 5 (neutral).
+var toneTable = []float32{
+	1, 1, 1,
+	1.22, 1.22, 1.22, // 1: high level
+	0.92, 1.02, 1.28, // 2: rising
+	0.88, 0.74, 0.86, // 3: dipping
+	1.32, 1.08, 0.78, // 4: falling
+	1, 0.95, 0.9, // 5: neutral
+}
+
+// smoothing kernels (frames of 10 ms), all centred in kernelLen taps.
+const kernelLen = 11
+
+func kernel(taps []float64) []float32 {
+	k := make([]float32, kernelLen)
+	var sum float64
+	for _, v := range taps {
+		sum += v
+	}
+	off := (kernelLen - len(taps)) / 2
+	for i, v := range taps {
+		k[off+i] = float32(v / sum)
+	}
+	return k
+}
+
+var (
+	// f0 moves slowly: an 11-frame Hann window.
+	kernelPitch = kernel([]float64{0.07, 0.25, 0.5, 0.75, 0.93, 1, 0.93, 0.75, 0.5, 0.25, 0.07})
+	// Formants glide over ~60 ms, like articulators do.
+	kernelFormant = kernel([]float64{1, 2, 3, 4, 3, 2, 1})
+	// Amplitudes change fast enough for stop bursts but without clicks.
+	kernelAmp = kernel([]float64{1, 2, 1})
+)
