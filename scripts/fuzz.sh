@@ -9,6 +9,6 @@ for pkg in $("$GO" list ./...); do
   dir=$("$GO" list -f '{{.Dir}}' "$pkg")
   for target in $(grep -hoE '^func (Fuzz[A-Za-z0-9_]+)' "$dir"/*_test.go 2>/dev/null | awk '{print $2}'); do
     echo "fuzz: $pkg $target ($fuzztime)"
-    "$GO" test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg"
+    "$GO" test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" -fuzzminimizetime=5s "$pkg"
   done
 done
