@@ -1,0 +1,191 @@
+package ort
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+)
+
+// Limits. They are checked before anything reaches ONNX Runtime so that an
+// oversized request fails with an error naming the limit instead of an
+// allocation failure deep inside C++.
+const (
+	// MaxModelBytes is the largest model NewSession accepts: protobuf
+	// messages, and so ONNX models without external data, cannot exceed 2 GiB.
+	MaxModelBytes = 2<<30 - 1
+
+	// MaxThreads bounds IntraOpThreads and InterOpThreads; more threads than
+	// this is a configuration mistake on any device this project targets.
+	MaxThreads = 256
+)
+
+// Options configure Open. A nil *Options means defaults.
+type Options struct {
+	// LibraryPath is the configured libonnxruntime path, passed to
+	// FindLibrary; "" searches $MYNAH_ORT_LIB, the project's .ort/ and the
+	// system directories.
+	LibraryPath string
+
+	// Logger receives the package's few log lines (library loaded, provider
+	// fallback). nil discards them.
+	Logger *slog.Logger
+}
+
+// GraphOptimization is ONNX Runtime's graph optimization level. The zero
+// value is GraphOptimizationAll, ONNX Runtime's own default.
+type GraphOptimization int
+
+const (
+	// GraphOptimizationAll applies every rewrite, including layout changes
+	// that are specific to the CPU it runs on.
+	GraphOptimizationAll GraphOptimization = iota
+	// GraphOptimizationExtended applies fusions (attention, GELU, ...).
+	GraphOptimizationExtended
+	// GraphOptimizationBasic applies semantics-preserving rewrites only
+	// (constant folding, redundant node removal).
+	GraphOptimizationBasic
+	// GraphOptimizationDisabled runs the graph as written; useful when
+	// comparing a quantized graph with its source node by node.
+	GraphOptimizationDisabled
+)
+
+var graphOptimizationNames = [...]string{"all", "extended", "basic", "disabled"}
+
+func (g GraphOptimization) String() string {
+	if g >= 0 && int(g) < len(graphOptimizationNames) {
+		return graphOptimizationNames[g]
+	}
+	return fmt.Sprintf("GraphOptimization(%d)", int(g))
+}
+
+// ParseGraphOptimization parses a config value: all, extended, basic or
+// disabled (case-insensitive); "" means all.
+func ParseGraphOptimization(s string) (GraphOptimization, error) {
+	v := strings.ToLower(strings.TrimSpace(s))
+	if v == "" {
+		return GraphOptimizationAll, nil
+	}
+	for i, name := range graphOptimizationNames {
+		if v == name {
+			return GraphOptimization(i), nil
+		}
+	}
+	return 0, fmt.Errorf("graph optimization %q: want one of %s: %w",
+		s, strings.Join(graphOptimizationNames[:], ", "), ErrInvalidOptions)
+}
+
+// Provider names an ONNX Runtime execution provider.
+type Provider string
+
+const (
+	// ProviderAuto uses the best provider that works: TensorRT (only when
+	// SessionOptions.TensorRTCacheDir is set), then CUDA, then the CPU. A
+	// fallback is logged once per Runtime; it is never an error.
+	ProviderAuto Provider = "auto"
+	// ProviderCPU is ONNX Runtime's default CPU provider.
+	ProviderCPU Provider = "cpu"
+	// ProviderCUDA requires a CUDA build of ONNX Runtime with
+	// libonnxruntime_providers_cuda.so next to it; failing that, NewSession
+	// returns ErrProviderUnavailable.
+	ProviderCUDA Provider = "cuda"
+	// ProviderTensorRT requires a TensorRT build; nodes TensorRT cannot run
+	// go to CUDA. Without TensorRTCacheDir every process start rebuilds the
+	// engines, which takes tens of seconds to minutes on a Jetson.
+	ProviderTensorRT Provider = "tensorrt"
+)
+
+// ParseProvider parses a config value: auto, cpu, cuda or tensorrt
+// (case-insensitive); "" means auto.
+func ParseProvider(s string) (Provider, error) {
+	switch p := Provider(strings.ToLower(strings.TrimSpace(s))); p {
+	case "":
+		return ProviderAuto, nil
+	case ProviderAuto, ProviderCPU, ProviderCUDA, ProviderTensorRT:
+		return p, nil
+	}
+	return "", fmt.Errorf("provider %q: want auto, cpu, cuda or tensorrt: %w", s, ErrInvalidOptions)
+}
+
+// SessionOptions configure NewSession. A nil *SessionOptions means defaults,
+// and every zero field means its default, so a config file can leave out
+// whatever it does not care about.
+type SessionOptions struct {
+	// IntraOpThreads is how many threads one operator (a MatMul, a Conv) may
+	// use. 0 lets ONNX Runtime choose: one per physical core. On a shared
+	// 2- or 4-core board, 1 or 2 leaves room for audio and MQTT.
+	IntraOpThreads int
+
+	// InterOpThreads is how many independent graph branches may run at
+	// once. 0 or 1 runs the graph sequentially (ONNX Runtime's default);
+	// above 1 switches the session to ONNX Runtime's parallel execution
+	// mode, which only pays off for graphs with wide independent branches.
+	InterOpThreads int
+
+	// GraphOptimization is the rewrite level applied at load; the zero
+	// value is GraphOptimizationAll.
+	GraphOptimization GraphOptimization
+
+	// CPUArena turns on ONNX Runtime's CPU memory arena and memory-pattern
+	// planning. Off (the default) suits small devices: the arena keeps the
+	// peak of every run (a long sentence) for the life of the session and
+	// memory patterns only help when shapes never change, which TTS shapes
+	// do; without them ONNX Runtime allocates with malloc per run and idle
+	// RSS stays low. Turn it on for a fixed-shape model on a roomy machine.
+	CPUArena bool
+
+	// Spin lets ONNX Runtime's worker threads busy-wait for the next piece
+	// of work between operators. Off (the default) keeps an idle daemon at
+	// 0% CPU and leaves the cores to audio; on can shave latency off many
+	// tiny runs (autoregressive decoding) on an otherwise idle machine.
+	Spin bool
+
+	// Provider selects the execution provider; "" means ProviderAuto.
+	Provider Provider
+
+	// TensorRTCacheDir is where TensorRT keeps built engines between runs.
+	// Setting it also makes ProviderAuto try TensorRT first.
+	TensorRTCacheDir string
+
+	// CUDADevice is the GPU index for the cuda and tensorrt providers.
+	CUDADevice int
+}
+
+// normalize fills defaults and checks ranges, naming the bad field.
+func (o *SessionOptions) normalize() (SessionOptions, error) {
+	var so SessionOptions
+	if o != nil {
+		so = *o
+	}
+	p, err := ParseProvider(string(so.Provider))
+	if err != nil {
+		return so, fmt.Errorf("session options: Provider: %w", err)
+	}
+	so.Provider = p
+	switch {
+	case so.IntraOpThreads < 0 || so.IntraOpThreads > MaxThreads:
+		return so, fmt.Errorf("session options: IntraOpThreads %d outside 0..%d (MaxThreads): %w",
+			so.IntraOpThreads, MaxThreads, ErrInvalidOptions)
+	case so.InterOpThreads < 0 || so.InterOpThreads > MaxThreads:
+		return so, fmt.Errorf("session options: InterOpThreads %d outside 0..%d (MaxThreads): %w",
+			so.InterOpThreads, MaxThreads, ErrInvalidOptions)
+	case so.GraphOptimization < GraphOptimizationAll || so.GraphOptimization > GraphOptimizationDisabled:
+		return so, fmt.Errorf("session options: GraphOptimization %d unknown: %w",
+			int(so.GraphOptimization), ErrInvalidOptions)
+	case so.CUDADevice < 0:
+		return so, fmt.Errorf("session options: CUDADevice %d is negative: %w", so.CUDADevice, ErrInvalidOptions)
+	}
+	return so, nil
+}
+
+// providerPlan is the order NewSession tries providers in.
+func (o SessionOptions) providerPlan() []Provider {
+	switch o.Provider {
+	case ProviderAuto:
+		if o.TensorRTCacheDir != "" {
+			return []Provider{ProviderTensorRT, ProviderCUDA, ProviderCPU}
+		}
+		return []Provider{ProviderCUDA, ProviderCPU}
+	default:
+		return []Provider{o.Provider}
+	}
+}
