@@ -239,7 +239,7 @@ func TestSynthesizeErrors(t *testing.T) {
 func TestContractMismatch(t *testing.T) {
 	cfg := textConfig()
 	cases := map[string][]ort.TensorInfo{
-		"no scales": piperInputs(true)[:2],
+		"no scales":                         piperInputs(true)[:2],
 		"no sid for a multi-speaker config": piperInputs(false),
 		"float ids": {
 			{Name: "input", Type: ort.Float32}, {Name: "input_lengths", Type: ort.Int64},

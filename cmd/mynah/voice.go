@@ -108,4 +108,3 @@ func runVoiceInfo(args []string, stdout, stderr io.Writer) error {
 		cfg.Inference.NoiseScale, cfg.Inference.LengthScale, cfg.Inference.NoiseW, m.Opset(""))
 	return nil
 }
-
