@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mynah-tts/mynah/audio"
+)
+
+// mynah runs the CLI in-process and returns its output.
+func mynah(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var o, e bytes.Buffer
+	err = run(context.Background(), args, &o, &e)
+	return o.String(), e.String(), err
+}
+
+func TestParseInterspersed(t *testing.T) {
+	cases := []struct {
+		args []string
+		pos  string
+		rate float64
+	}{
+		{[]string{"hello", "--rate", "2", "world"}, "hello world", 2},
+		{[]string{"--rate=3", "hi"}, "hi", 3},
+		{[]string{"a", "--", "--rate", "5"}, "a --rate 5", 1},
+		{nil, "", 1},
+	}
+	for _, c := range cases {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		rate := fs.Float64("rate", 1, "")
+		pos, err := parseInterspersed(fs, c.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(pos, " ") != c.pos || *rate != c.rate {
+			t.Errorf("%q: positional %q rate %v", c.args, pos, *rate)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		nil,
+		{"sing"},
+		{"voice"},
+		{"voice", "demo"},
+		{"say", "--rate"},
+		{"say", "--provider", "quantum", "hi"},
+		{"devices", "extra"},
+	} {
+		_, _, err := mynah(t, args...)
+		if exitCode(err) != 2 {
+			t.Errorf("%q: error %v, want a usage error (exit 2)", args, err)
+		}
+	}
+	if _, stderr, err := mynah(t, "--help"); err != nil || !strings.Contains(stderr, "mynah say") {
+		t.Errorf("--help: %v %q", err, stderr)
+	}
+	if _, stderr, err := mynah(t, "say", "-h"); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr, "--voice") {
+		t.Errorf("say -h: %v %q", err, stderr)
+	}
+}
+
+func TestVoiceDemoIsReproducible(t *testing.T) {
+	a, b := t.TempDir(), filepath.Join(t.TempDir(), "nested", "dir")
+	for _, dir := range []string{a, b} {
+		if _, stderr, err := mynah(t, "voice", "demo", "--out", dir); err != nil {
+			t.Fatalf("voice demo: %v\n%s", err, stderr)
+		}
+	}
+	for _, name := range []string{"mynah-demo.onnx", "mynah-demo.onnx.json"} {
+		x, err := os.ReadFile(filepath.Join(a, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := os.ReadFile(filepath.Join(b, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(x, y) {
+			t.Errorf("%s differs between two builds", name)
+		}
+	}
+	out, _, err := mynah(t, "voice", "info", a)
+	if err != nil || !strings.Contains(out, "22050 Hz") || !strings.Contains(out, "speakers     3") {
+		t.Fatalf("voice info: %v\n%s", err, out)
+	}
+}
+
+func TestSayToWAV(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := mynah(t, "voice", "demo", "--out", dir); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "hello.wav")
+	_, stderr, err := mynah(t, "say", "--voice", dir, "--speaker", "robin", "--out", out, "Hello there. How are you?")
+	if err != nil {
+		t.Fatalf("say: %v\n%s", err, stderr)
+	}
+	for _, want := range []string{"voice mynah-demo", "provider cpu", "2 sentence(s)", "real-time factor"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcm, err := audio.DecodeWAV(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pcm.Rate != 22050 || pcm.Channels != 1 || pcm.Duration().Seconds() < 1 {
+		t.Fatalf("wrote %d Hz × %d, %v", pcm.Rate, pcm.Channels, pcm.Duration())
+	}
+
+	for _, bad := range [][]string{
+		{"say", "--voice", dir, "--out", out, "--speaker", "nobody", "hi"},
+		{"say", "--voice", dir, "--out", out, "--rate", "NaN", "hi"},
+		{"say", "--voice", filepath.Join(dir, "missing"), "--out", out, "hi"},
+		{"say", "--voice", dir, "--out", out, "--ort-lib", "/nonexistent/libonnxruntime.so", "hi"},
+	} {
+		if _, _, err := mynah(t, bad...); err == nil || exitCode(err) != 1 {
+			t.Errorf("%q: error %v", bad, err)
+		}
+	}
+}
