@@ -21,7 +21,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/text"
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
-	"github.com/mynah-tts/mynah/audio/voice/demo/acoustic"
+	"github.com/mynah-tts/mynah/audio/voice/internal/acoustic"
 	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/ort"
 )

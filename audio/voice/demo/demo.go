@@ -47,8 +47,10 @@ const (
 	// SampleRate is the default output rate, the rate of Piper's medium voices.
 	SampleRate = 22050
 	// DefaultMaxSeconds caps the audio of one run. The graph cuts longer
-	// phoneme sequences there, so a runaway input costs bounded memory
-	// (about 600 MB of intermediate tensors at the cap).
+	// phoneme sequences there (and reads at most 800 ids per second of the
+	// cap), so a runaway input costs bounded memory
+	// (about 4 MB of intermediate tensors per second of audio, 250 MB at
+	// the default cap).
 	DefaultMaxSeconds = 60
 	// MaxMaxSeconds is the largest cap Options accept.
 	MaxMaxSeconds = 600
@@ -119,14 +121,37 @@ var symbolIndex = sync.OnceValue(func() map[string]int {
 	return m
 })
 
-// Targets returns the acoustic targets of a phoneme_id_map key, and false
-// for a symbol the voice does not know.
+// Targets returns the acoustic targets of a phoneme_id_map key as the
+// espeak (IPA) front end means it, and false for a symbol the voice does
+// not know.
 func Targets(phoneme string) (Phone, bool) {
 	i, ok := symbolIndex()[phoneme]
 	if !ok {
 		return Phone{}, false
 	}
-	s := inventory[i]
+	return phoneOf(inventory[i]), true
+}
+
+// PinyinTargets returns the acoustic targets of a token of the pinyin
+// front end (text.PinyinTokens). Where pinyin and IPA spell differently
+// with the same letter (j, x, z, h as initials; e, v and the one-letter
+// finals, which are whole syllables) the model reads the pinyin meaning
+// whenever the sequence has a tone digit in it; final says which reading
+// of a letter that is both (m, n) is wanted.
+func PinyinTargets(token string, final bool) (Phone, bool) {
+	alt := pinyinInitials
+	if final {
+		alt = pinyinFinals
+	}
+	for _, s := range alt {
+		if s.sym == token {
+			return phoneOf(s), true
+		}
+	}
+	return Targets(token)
+}
+
+func phoneOf(s spec) Phone {
 	mid := s.tr[1]
 	var noisy bool
 	for _, n := range s.noise {
@@ -137,7 +162,7 @@ func Targets(phoneme string) (Phone, bool) {
 		Duration: time.Duration(s.dur * float64(time.Millisecond)),
 		Voiced:   mid.av > 0,
 		Noisy:    noisy,
-	}, true
+	}
 }
 
 // PhonemeIDMap returns the voice's phoneme_id_map: one id per symbol,

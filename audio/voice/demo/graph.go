@@ -10,13 +10,17 @@ import (
 
 // Synthesis constants.
 const (
-	outputGain = 0.045 // puts an open vowel's peaks near 0.6
-	stressLen  = 0.25  // a stressed phoneme is this much longer,
-	stressF0   = 0.08  // this much higher,
-	stressAmp  = 0.15  // and this much louder
-	jitter     = 0.12  // duration jitter at noise_w 1
+	outputGain = 0.02 // keeps the loudest vowel (stressed ɑ, lowest voice) under 0.7
+	stressLen  = 0.25 // a stressed phoneme is this much longer,
+	stressF0   = 0.08 // this much higher,
+	stressAmp  = 0.15 // and this much louder
+	jitter     = 0.12 // duration jitter at noise_w 1
 	minF0      = 50
 	maxF0      = 500
+	// idsPerFrame bounds the ids one run reads: Piper sequences have two
+	// ids per phoneme and phonemes last several frames, so 8 per frame of
+	// the audio cap is far more than any input that fits under it.
+	idsPerFrame = 8
 )
 
 // ops wraps the graph builder with the few shorthands the synthesis uses.
@@ -100,7 +104,9 @@ func buildModel(o Options) (*onnx.Model, error) {
 	scales := g.Input("scales", onnx.Float, onnx.Fixed(3))
 	sid := g.Input("sid", onnx.Int64, onnx.Fixed(1))
 
-	table := g.Float32s("phoneme_params", []int64{nSym, numCols}, paramTable())
+	table := g.Float32s("phoneme_params", []int64{int64(len(rows())), numCols}, paramTable())
+	remapFinal := g.Int64s("pinyin_finals", []int64{nSym}, remap(len(inventory), pinyinFinals))
+	remapInitial := g.Int64s("pinyin_initials", []int64{nSym}, remap(len(inventory)+len(pinyinFinals), pinyinInitials))
 	spkTable := make([]float32, 0, 4*len(speakers))
 	for _, s := range speakers {
 		spkTable = append(spkTable, float32(s.F0), float32(s.FormantScale), float32(s.tilt), float32(s.breath*noiseLevel))
@@ -120,8 +126,10 @@ func buildModel(o Options) (*onnx.Model, error) {
 
 	// Ids: anything past input_lengths or outside the table becomes the pad,
 	// which lasts zero. A pad is prepended so that even an empty input has
-	// one phoneme to gather.
+	// one phoneme to gather. Ids past maxIDs cannot fit under the audio cap
+	// anyway and are dropped first, which bounds the per-phoneme tensors.
 	ids := b.op("Reshape", input, g.Ints(-1))
+	ids = b.op("Slice", ids, g.Ints(0), g.Ints(int64(maxFrames)*idsPerFrame), g.Ints(0))
 	pos := b.op("Range", b.i(0), b.op("Size", ids), b.i(1))
 	valid := b.op("And",
 		b.op("Less", pos, b.op("Reshape", inputLengths, g.Ints(-1))),
@@ -130,8 +138,6 @@ func buildModel(o Options) (*onnx.Model, error) {
 	ids = g.Op("Concat", []string{g.Ints(padID), ids}, onnx.AttrInt("axis", 0))
 	n := b.op("Size", ids)
 	pos = b.op("Range", b.i(0), n, b.i(1))
-	prm := b.gather(table, ids) // [P, numCols]
-
 	// Neighbours one and two away. In Piper's sequences a pad follows every
 	// phoneme, so marks act two away; without pads, one away.
 	back1 := b.max(b.sub(pos, b.i(1)), b.i(0))
@@ -140,15 +146,26 @@ func buildModel(o Options) (*onnx.Model, error) {
 	fwd1 := b.min(b.add(pos, b.i(1)), last)
 	fwd2 := b.min(b.add(pos, b.i(2)), last)
 
+	// A tone digit acts on the final before it. A sequence with tone digits
+	// is pinyin: switch the letters pinyin reads differently to their
+	// pinyin rows, as finals where a tone follows, as initials elsewhere.
+	tn := b.col(b.gather(table, ids), cTone)
+	tone := b.max(b.gather(tn, fwd1), b.gather(tn, fwd2))
+	// An initial (two before its final) starts its syllable's contour.
+	fwd4 := b.min(b.add(pos, b.i(4)), last)
+	initialTone := b.op("Where", b.op("Greater", tone, b.f(0)), b.f(0), b.gather(tn, fwd4))
+	isPinyin := b.op("Greater", g.Op("ReduceMax", []string{tn}, onnx.AttrInt("keepdims", 0)), b.f(0))
+	pinyinIDs := b.op("Where", b.op("Greater", tone, b.f(0)), b.gather(remapFinal, ids), b.gather(remapInitial, ids))
+	ids = b.op("Where", isPinyin, pinyinIDs, ids)
+	prm := b.gather(table, ids) // [P, numCols]
+
 	// Length marks take on the sound of the phoneme they lengthen.
 	src := b.op("Where", b.op("Equal", b.gather(ids, back1), b.i(padID)), back2, back1)
 	inherit := b.op("Unsqueeze", b.op("Greater", b.col(prm, cInherit), b.f(0)), g.Ints(1))
 	prm = b.op("Where", b.op("And", inherit, inheritMask), b.gather(prm, src), prm)
-	// A stress mark acts on what follows it, a tone digit on what precedes it.
+	// A stress mark acts on what follows it.
 	st := b.col(prm, cStress)
 	stress := b.max(b.gather(st, back1), b.gather(st, back2))
-	tn := b.col(prm, cTone)
-	tone := b.max(b.gather(tn, fwd1), b.gather(tn, fwd2))
 
 	// Durations → frames.
 	noiseScale := b.sane(b.row(scales, 0), 0, 0, 2)
@@ -178,14 +195,15 @@ func buildModel(o Options) (*onnx.Model, error) {
 	passed = b.op("Slice", passed, g.Ints(0), b.op("Reshape", numFramesI, g.Ints(1)), g.Ints(0))
 	idx := b.min(b.cast(passed, onnx.Int64), last) // [F]
 
-	ext := g.Op("Concat", []string{prm, b.columns(stress, tone, starts, frames)}, onnx.AttrInt("axis", 1))
+	ext := g.Op("Concat", []string{prm, b.columns(stress, tone, initialTone, starts, frames)}, onnx.AttrInt("axis", 1))
 	const (
 		xStress = numCols + iota
 		xTone
+		xInitialTone
 		xStart
 		xFrames
 	)
-	fp := b.gather(ext, idx) // [F, numCols+4]
+	fp := b.gather(ext, idx) // [F, numCols+5]
 	t := b.cast(b.op("Range", b.i(0), numFramesI, b.i(1)), onnx.Float)
 	// r is the position of each frame within its phoneme, 0..1.
 	r := b.div(b.sub(b.add(t, b.f(0.5)), b.col(fp, xStart)), b.max(b.col(fp, xFrames), b.f(0.01)))
@@ -209,10 +227,14 @@ func buildModel(o Options) (*onnx.Model, error) {
 	stressF := b.col(fp, xStress)
 	f0 := b.mul(spkF0, b.col(fp, cPitch))
 	f0 = b.mul(f0, b.affine(stressF, stressF0, 1))
-	f0 = b.mul(f0, b.affine(b.div(t, numFrames), -0.16, 1.08))
+	// Declination: from +8% to −8% across the utterance, less in short
+	// ones (full from 2 s up) so that a single word does not fall.
+	span := b.min(b.div(numFrames, b.f(2*frameRate)), b.f(1))
+	f0 = b.mul(f0, b.add(b.f(1), b.mul(span, b.affine(b.div(t, numFrames), -0.16, 0.08))))
 	f0 = b.mul(f0, b.affine(b.op("Sin", b.mul(t, b.f(2*math.Pi/43))), 0.025, 1))
 	tc := b.gather(tones, b.cast(b.col(fp, xTone), onnx.Int64)) // [F, 3]
 	f0 = b.mul(f0, interp3(b.col(tc, 0), b.col(tc, 1), b.col(tc, 2)))
+	f0 = b.mul(f0, b.col(b.gather(tones, b.cast(b.col(fp, xInitialTone), onnx.Int64)), 0))
 	f0 = b.clip(f0, b.f(minF0), b.f(maxF0))
 
 	// Stop closures: silence (or a weak voice bar) before the release.

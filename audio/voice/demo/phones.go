@@ -104,7 +104,7 @@ func noise(asp, pal, alv, flat float64) [4]float64 {
 // stop returns a plosive: closure, then a burst of noise; voiced ones keep
 // a weak voice bar in the closure and voicing after the release.
 func stop(sym string, dur float64, locus target, voicedStop bool, burst [4]float64) spec {
-	s := spec{sym: sym, dur: dur, tr: mono(locus), noise: burst, closure: 0.6}
+	s := spec{sym: sym, dur: dur, tr: mono(locus), noise: burst, closure: 0.65}
 	if voicedStop {
 		s.tr = mono(voiced(locus.f1, locus.f2, locus.f3, 0.35))
 		s.voicebar = 0.3
@@ -146,6 +146,62 @@ const (
 // the pinyin tokens, which the pinyin front end emits whole.
 var inventory = buildInventory()
 
+// Pinyin spells some sounds with letters that mean something else in IPA
+// (j, x, z, h, e, v) and uses a, o, i, u, m, n as whole syllable finals.
+// The model tells the two apart by itself: a sequence with a tone digit in
+// it is pinyin, and in pinyin a symbol with a tone digit after it is a
+// final. These rows come after the inventory's (they have no id in the
+// phoneme_id_map); the graph switches to them through remap tables.
+var (
+	pinyinFinals   = pinyinFinalRows()
+	pinyinInitials = pinyinInitialRows()
+)
+
+// rows is the whole parameter table: the inventory, then the pinyin
+// readings.
+func rows() []spec {
+	r := append([]spec(nil), inventory...)
+	r = append(r, pinyinFinals...)
+	return append(r, pinyinInitials...)
+}
+
+const pinyinFinalMs = 170
+
+func pinyinFinalRows() []spec {
+	final := func(sym string, tr [3]target) spec { return spec{sym: sym, dur: pinyinFinalMs, tr: tr} }
+	return []spec{
+		final("a", mono(tA)),
+		final("o", glide(tUh, tOh)),
+		final("e", mono(tGam)),
+		final("i", mono(tI)),
+		final("u", mono(tU)),
+		final("m", mono(nasalT(280, 1000, 2200))),
+		final("n", mono(nasalT(280, 1600, 2600))),
+	}
+}
+
+func pinyinInitialRows() []spec {
+	return []spec{
+		{sym: "j", dur: 85, tr: mono(locPal), noise: noise(0, 0.55, 0.1, 0), closure: 0.5},
+		fric("x", 120, unvoiced(380, 2100, 2900), noise(0, 0.55, 0.1, 0)),
+		{sym: "z", dur: 85, tr: mono(locAlv), noise: noise(0, 0, 0.5, 0), closure: 0.5},
+		fric("h", 90, unvoiced(500, 1300, 2400), noise(0.3, 0.2, 0, 0)),
+	}
+}
+
+// remap returns, for every id, the row to use instead: the id itself, or
+// the row of alt's spec with the same symbol.
+func remap(offset int, alt []spec) []int64 {
+	m := make([]int64, len(inventory))
+	for i := range m {
+		m[i] = int64(i)
+	}
+	for k, s := range alt {
+		m[symbolIndex()[s.sym]] = int64(offset + k)
+	}
+	return m
+}
+
 func buildInventory() []spec {
 	s := []spec{
 		mark("_"),
@@ -181,7 +237,7 @@ func buildInventory() []spec {
 		vowel("ᵻ", 55, target{400, 1750, 2550, 1, false}),
 		vowel("ɨ", 70, target{350, 1600, 2400, 1, false}),
 		vowel("ʉ", 70, target{330, 1400, 2300, 1, false}),
-		vowel("y", 80, tY), vowel("ʏ", 70, target{380, 1650, 2250, 1, false}),
+		vowel("ʏ", 70, target{380, 1650, 2250, 1, false}),
 		vowel("ø", 80, target{420, 1600, 2300, 1, false}),
 		vowel("œ", 80, target{550, 1500, 2400, 1, false}),
 		vowel("ɵ", 70, target{450, 1300, 2400, 1, false}),
@@ -254,9 +310,10 @@ func buildInventory() []spec {
 }
 
 // pinyinSpecs are the tokens of the Mandarin front end that the IPA part
-// of the inventory does not already cover. Shared single letters (b, d, m,
-// a, i, ...) keep their IPA meaning, which is close enough; c, g, q, r and
-// y never come out of espeak-ng's English, so they take pinyin's meaning.
+// of the inventory does not already cover. c, g, q, r and y never come out
+// of espeak-ng's English, so they take pinyin's meaning (IPA's vowel y is
+// left out for it). Shared letters keep their IPA row; the model switches
+// the ones pinyin reads differently (see pinyinFinals, pinyinInitials).
 func pinyinSpecs() []spec {
 	asp := func(sym string, loc target, n [4]float64) spec {
 		// Aspirated affricates: a short closure, then a long noisy release.
@@ -267,7 +324,7 @@ func pinyinSpecs() []spec {
 	}
 	tN, tNg := nasalT(280, 1600, 2600), nasalT(280, 2000, 2600)
 	tW, tJ := voiced(300, 700, 2300, 0.75), voiced(280, 2200, 3000, 0.75)
-	final := func(sym string, tr [3]target) spec { return spec{sym: sym, dur: 190, tr: tr} }
+	final := func(sym string, tr [3]target) spec { return spec{sym: sym, dur: pinyinFinalMs, tr: tr} }
 	// Apical vowels after z c s and zh ch sh r.
 	tApical := target{380, 1450, 2500, 1, false}
 	tRetroV := target{400, 1350, 1800, 1, false}
@@ -322,7 +379,6 @@ func pinyinSpecs() []spec {
 		final("ün", diph(tY, tN)),
 		final("vn", diph(tY, tN)),
 		final("ü", mono(tY)),
-		final("v", mono(tY)),
 		final("ii", mono(tApical)),
 		final("iii", mono(tRetroV)),
 		final("io", glide(tI, tO)),

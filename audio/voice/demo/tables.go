@@ -39,10 +39,12 @@ const (
 
 const numCols = cTarget + 3*targetCols
 
-// paramTable returns the [len(inventory), numCols] table, row i for id i.
+// paramTable returns the [len(rows()), numCols] table: row i for id i,
+// then the pinyin readings.
 func paramTable() []float32 {
-	t := make([]float32, 0, len(inventory)*numCols)
-	for _, s := range inventory {
+	all := rows()
+	t := make([]float32, 0, len(all)*numCols)
+	for _, s := range all {
 		row := make([]float32, numCols)
 		row[cDur] = float32(s.dur)
 		row[cClosure] = float32(s.closure)
@@ -182,9 +184,9 @@ func pertTable() []float32 {
 var toneTable = []float32{
 	1, 1, 1,
 	1.22, 1.22, 1.22, // 1: high level
-	0.92, 1.02, 1.28, // 2: rising
-	0.88, 0.74, 0.86, // 3: dipping
-	1.32, 1.08, 0.78, // 4: falling
+	0.9, 1.0, 1.32, // 2: rising
+	0.88, 0.72, 0.86, // 3: dipping
+	1.35, 1.1, 0.72, // 4: falling
 	1, 0.95, 0.9, // 5: neutral
 }
 
@@ -205,10 +207,13 @@ func kernel(taps []float64) []float32 {
 }
 
 var (
-	// f0 moves slowly: an 11-frame Hann window.
-	kernelPitch = kernel([]float64{0.07, 0.25, 0.5, 0.75, 0.93, 1, 0.93, 0.75, 0.5, 0.25, 0.07})
+	// f0 glides between phonemes but must still follow a falling tone
+	// within one syllable.
+	kernelPitch = kernel([]float64{1, 3, 5, 6, 5, 3, 1})
 	// Formants glide over ~60 ms, like articulators do.
 	kernelFormant = kernel([]float64{1, 2, 3, 4, 3, 2, 1})
-	// Amplitudes change fast enough for stop bursts but without clicks.
-	kernelAmp = kernel([]float64{1, 2, 1})
+	// Amplitudes are not smoothed: the linear interpolation to the sample
+	// rate already ramps every step over one frame (10 ms), which is free
+	// of clicks and keeps stop closures silent.
+	kernelAmp = kernel([]float64{1})
 )
