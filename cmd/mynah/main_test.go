@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/audiotest"
 )
 
 // mynah runs the CLI in-process and returns its output.
@@ -130,5 +132,58 @@ func TestSayToWAV(t *testing.T) {
 		if _, _, err := mynah(t, bad...); err == nil || exitCode(err) != 1 {
 			t.Errorf("%q: error %v", bad, err)
 		}
+	}
+}
+
+func TestMain(m *testing.M) {
+	// Before anything initializes PortAudio: the default ALSA device
+	// records into a file (see package audiotest).
+	raw, cleanup, err := audiotest.CaptureALSA()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "set up ALSA capture:", err)
+		os.Exit(2)
+	}
+	alsaCapture = raw
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+var alsaCapture string
+
+// TestSayThroughPortAudio: what "mynah say" played through PortAudio is,
+// byte for byte, what it writes to a WAV file for the same request.
+func TestSayThroughPortAudio(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := mynah(t, "voice", "demo", "--out", dir); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"say", "--voice", dir, "--speaker", "wren", "--noise-scale", "0", "--noise-w", "0", "Good evening. The door is open."}
+	_, stderr, err := mynah(t, args...)
+	if err != nil {
+		t.Fatalf("say: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "output default audio device") {
+		t.Fatalf("did not play through the audio device:\n%s", stderr)
+	}
+	played, err := os.ReadFile(alsaCapture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "same.wav")
+	if _, stderr, err := mynah(t, append([]string{"say", "--out", out}, args[1:]...)...); err != nil {
+		t.Fatalf("say --out: %v\n%s", err, stderr)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcm, err := audio.DecodeWAV(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := data[len(data)-2*len(pcm.Samples):] // the data chunk: int16 LE
+	if len(played) == 0 || !bytes.Equal(played, want) {
+		t.Fatalf("PortAudio played %d bytes, the WAV holds %d; they must be equal", len(played), len(want))
 	}
 }

@@ -1,0 +1,474 @@
+package audio
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// PortAudioOptions configures OpenPortAudio; nil means the defaults.
+type PortAudioOptions struct {
+	// Device picks the output device by name: an exact name, or else a
+	// case-insensitive substring matching exactly one output device.
+	// Empty means the default output device.
+	Device string
+	// Rate is the stream's sample rate. 0 means the rate of the first PCM
+	// written if the device takes it (so the common case needs no
+	// resampling), else the device's default rate.
+	Rate int
+	// Channels is the stream's channel count. 0 means the first PCM's,
+	// capped at what the device has.
+	Channels int
+	// FramesPerBuffer is the size of each blocking write handed to the
+	// device, and so how long Abort may wait for the write in progress.
+	// Default 1024.
+	FramesPerBuffer int
+	// WriteTimeout is how long the device may take to accept one buffer
+	// (or, in Drain, to finish playing) before the sink gives up with
+	// ErrDeviceTimeout and marks itself broken. Default 2 s.
+	WriteTimeout time.Duration
+	// Logger receives device events; nil discards them.
+	Logger *slog.Logger
+}
+
+// Defaults for PortAudioOptions.
+const (
+	DefaultFramesPerBuffer = 1024
+	DefaultWriteTimeout    = 2 * time.Second
+)
+
+// DeviceInfo describes an output device (no PortAudio types leak out).
+type DeviceInfo struct {
+	Name              string
+	HostAPI           string // "ALSA", "JACK Audio Connection Kit", ...
+	MaxOutputChannels int
+	DefaultRate       int
+	Default           bool // the host API's default output
+}
+
+// outputStream is the part of a PortAudio blocking stream the sink drives.
+// The cgo file implements it; tests fake it to make a device hang.
+type outputStream interface {
+	start() error
+	write(samples []int16) error // blocks until the device takes them
+	stop() error                 // plays out what was written, then stops
+	abort() error                // drops what was written and stops
+	close() error
+}
+
+// outputDevice is a resolved output device holding a reference on the
+// PortAudio library.
+type outputDevice interface {
+	// open opens a blocking int16 stream, preferring rate and channels; the
+	// device may choose another format, which it returns.
+	open(rate, channels, framesPerBuffer int) (outputStream, streamFormat, error)
+	// release drops the library reference; called once, after the stream
+	// is closed.
+	release() error
+}
+
+type streamFormat struct {
+	rate, channels int
+	latency        time.Duration // how much audio the device buffers
+}
+
+// PortAudioSink plays through a PortAudio output device.
+//
+// All calls into PortAudio for the stream happen on one goroutine the sink
+// owns, because a blocking write into a vanished device may never return:
+// callers wait for it with a timeout instead. After a timeout the goroutine
+// may stay stuck in the driver; the sink is then broken (every call returns
+// ErrDeviceBroken) and Close cannot release the device, which is leaked
+// rather than freed under a thread that still uses it.
+type PortAudioSink struct {
+	dev     outputDevice
+	opts    PortAudioOptions
+	log     *slog.Logger
+	ops     chan ownerOp  // run on the owner goroutine
+	quit    chan struct{} // closed by Close
+	done    chan struct{} // closed when the owner goroutine has exited
+	closeMu sync.Once
+
+	writeMu sync.Mutex // serializes Write and Drain
+
+	mu       sync.Mutex
+	format   streamFormat // zero until the stream is open
+	cur      *writeJob
+	epoch    uint64 // bumped by Abort; a Write from an older epoch is aborted
+	broken   error
+	closed   bool
+	closeErr error
+
+	// Owned by the owner goroutine.
+	stream  outputStream
+	started bool
+}
+
+// ownerOp is work for the owner goroutine; done has room for the result so
+// the owner never waits for a caller that gave up.
+type ownerOp struct {
+	run  func() error
+	done chan error
+}
+
+func newOp(run func() error) ownerOp { return ownerOp{run: run, done: make(chan error, 1)} }
+
+type writeJob struct {
+	samples  []int16
+	progress chan struct{} // a buffer went out
+	cancel   chan struct{} // closed to stop between buffers
+	once     sync.Once
+	result   error // why cancel was closed
+}
+
+func (j *writeJob) stop(why error) {
+	j.once.Do(func() {
+		j.result = why
+		close(j.cancel)
+	})
+}
+
+// newPortAudioSink starts the owner goroutine for dev. When opts fixes both
+// rate and channels the stream opens now, so a missing device fails here.
+func newPortAudioSink(dev outputDevice, opts *PortAudioOptions) (*PortAudioSink, error) {
+	s := &PortAudioSink{
+		dev:  dev,
+		ops:  make(chan ownerOp),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if r := s.opts.Rate; r != 0 && (r < MinRate || r > MaxRate) {
+		dev.release()
+		return nil, fmt.Errorf("open portaudio: %w: Rate %d Hz outside %d..%d", ErrInvalidPCM, r, MinRate, MaxRate)
+	}
+	if c := s.opts.Channels; c < 0 || c > MaxChannels {
+		dev.release()
+		return nil, fmt.Errorf("open portaudio: %w: Channels %d outside 1..%d", ErrInvalidPCM, c, MaxChannels)
+	}
+	if s.opts.FramesPerBuffer <= 0 {
+		s.opts.FramesPerBuffer = DefaultFramesPerBuffer
+	}
+	if s.opts.WriteTimeout <= 0 {
+		s.opts.WriteTimeout = DefaultWriteTimeout
+	}
+	s.log = s.opts.Logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	go s.run()
+	if s.opts.Rate != 0 && s.opts.Channels != 0 {
+		if err := s.openStream(context.Background(), s.opts.Rate, s.opts.Channels); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *PortAudioSink) run() {
+	defer close(s.done)
+	for {
+		select {
+		case op := <-s.ops:
+			op.done <- op.run()
+		case <-s.quit:
+			var err error
+			if s.stream != nil {
+				if s.started {
+					err = s.stream.abort()
+				}
+				if cerr := s.stream.close(); err == nil {
+					err = cerr
+				}
+			}
+			if rerr := s.dev.release(); err == nil {
+				err = rerr
+			}
+			s.mu.Lock()
+			s.closeErr = err
+			s.mu.Unlock()
+			return
+		}
+	}
+}
+
+// Format returns the stream's rate and channel count; zeros until the first
+// Write opened it (when PortAudioOptions left them to the audio).
+func (s *PortAudioSink) Format() (rate, channels int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.format.rate, s.format.channels
+}
+
+// usable reports why the sink cannot take a call, if it cannot.
+func (s *PortAudioSink) usable(what string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("portaudio %s: %w", what, ErrClosed)
+	}
+	if s.broken != nil {
+		return fmt.Errorf("portaudio %s: %w: reopen the sink (%v)", what, ErrDeviceBroken, s.broken)
+	}
+	return nil
+}
+
+func (s *PortAudioSink) markBroken(err error) {
+	s.mu.Lock()
+	if s.broken == nil {
+		s.broken = err
+	}
+	s.mu.Unlock()
+	s.log.Error("audio device stopped responding", "err", err)
+}
+
+// do runs op on the owner goroutine and waits for it, giving up after
+// timeout (the sink is then broken) or when ctx ends (op still runs).
+func (s *PortAudioSink) do(ctx context.Context, what string, timeout time.Duration, run func() error) error {
+	op := newOp(run)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case s.ops <- op:
+	case <-s.quit:
+		return fmt.Errorf("portaudio %s: %w", what, ErrClosed)
+	case <-ctx.Done():
+		return fmt.Errorf("portaudio %s: %w", what, ctx.Err())
+	case <-t.C:
+		s.markBroken(fmt.Errorf("%s: device busy for %v", what, timeout))
+		return fmt.Errorf("portaudio %s: %w after %v", what, ErrDeviceTimeout, timeout)
+	}
+	select {
+	case err := <-op.done:
+		return err
+	case <-ctx.Done():
+		// The op keeps the owner busy; the next call waits for it.
+		return fmt.Errorf("portaudio %s: %w", what, ctx.Err())
+	case <-t.C:
+		s.markBroken(fmt.Errorf("%s: no answer for %v", what, timeout))
+		return fmt.Errorf("portaudio %s: %w after %v", what, ErrDeviceTimeout, timeout)
+	}
+}
+
+func (s *PortAudioSink) openStream(ctx context.Context, rate, channels int) error {
+	return s.do(ctx, "open", s.opts.WriteTimeout, func() error {
+		st, f, err := s.dev.open(rate, channels, s.opts.FramesPerBuffer)
+		if err != nil {
+			return fmt.Errorf("portaudio open: %w", err)
+		}
+		s.stream = st
+		s.mu.Lock()
+		s.format = f
+		s.mu.Unlock()
+		s.log.Info("audio stream open", "rate", f.rate, "channels", f.channels, "latency", f.latency)
+		return nil
+	})
+}
+
+// Write implements Sink. WriteTimeout bounds each buffer, not the whole
+// PCM: a long sentence takes as long as it plays, minus the device buffer.
+func (s *PortAudioSink) Write(ctx context.Context, p PCM) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("portaudio write: %w", err)
+	}
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("portaudio write: %w", err)
+	}
+	s.mu.Lock()
+	epoch := s.epoch
+	s.mu.Unlock()
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.usable("write"); err != nil {
+		return err
+	}
+	if rate, _ := s.Format(); rate == 0 {
+		r, c := s.opts.Rate, s.opts.Channels
+		if r == 0 {
+			r = p.Rate
+		}
+		if c == 0 {
+			c = p.Channels
+		}
+		if err := s.openStream(ctx, r, c); err != nil {
+			return err
+		}
+	}
+	rate, channels := s.Format()
+	p, err := Convert(p, rate, channels)
+	if err != nil {
+		return fmt.Errorf("portaudio write: %w", err)
+	}
+	job := &writeJob{samples: p.Samples, progress: make(chan struct{}, 1), cancel: make(chan struct{})}
+	s.mu.Lock()
+	if s.epoch != epoch {
+		s.mu.Unlock()
+		return fmt.Errorf("portaudio write: %w", ErrAborted)
+	}
+	s.cur = job
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.cur = nil
+		s.mu.Unlock()
+	}()
+
+	timeout := s.opts.WriteTimeout
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	op := newOp(func() error { return s.writeBuffers(job, channels) })
+	select {
+	case s.ops <- op:
+	case <-s.quit:
+		return fmt.Errorf("portaudio write: %w", ErrClosed)
+	case <-ctx.Done():
+		return fmt.Errorf("portaudio write: %w", ctx.Err())
+	case <-t.C:
+		s.markBroken(fmt.Errorf("write: device busy for %v", timeout))
+		return fmt.Errorf("portaudio write: %w after %v", ErrDeviceTimeout, timeout)
+	}
+	for {
+		select {
+		case err := <-op.done:
+			return err
+		case <-job.progress:
+			t.Reset(timeout)
+		case <-ctx.Done():
+			// Let the buffer in flight finish so the owner is free again;
+			// what was accepted plays out unless Abort drops it.
+			job.stop(ctx.Err())
+			select {
+			case <-op.done:
+			case <-t.C:
+				s.markBroken(fmt.Errorf("write: no progress for %v", timeout))
+			}
+			return fmt.Errorf("portaudio write: %w", ctx.Err())
+		case <-t.C:
+			// Should the driver ever return, do not play stale audio.
+			job.stop(ErrDeviceTimeout)
+			s.markBroken(fmt.Errorf("write: no progress for %v", timeout))
+			return fmt.Errorf("portaudio write: %w: device took no audio for %v", ErrDeviceTimeout, timeout)
+		}
+	}
+}
+
+// writeBuffers runs on the owner goroutine.
+func (s *PortAudioSink) writeBuffers(job *writeJob, channels int) error {
+	step := s.opts.FramesPerBuffer * channels
+	for off := 0; off < len(job.samples); off += step {
+		select {
+		case <-job.cancel:
+			return fmt.Errorf("portaudio write: %w", job.result)
+		case <-s.quit:
+			return fmt.Errorf("portaudio write: %w", ErrClosed)
+		default:
+		}
+		if !s.started {
+			if err := s.stream.start(); err != nil {
+				s.markBroken(err)
+				return fmt.Errorf("portaudio start: %w", err)
+			}
+			s.started = true
+		}
+		end := min(off+step, len(job.samples))
+		if err := s.stream.write(job.samples[off:end]); err != nil {
+			s.markBroken(err)
+			return fmt.Errorf("portaudio write: %w", err)
+		}
+		select {
+		case job.progress <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Drain implements Sink by stopping the stream, which in PortAudio returns
+// once the buffered audio has played; the next Write restarts it.
+func (s *PortAudioSink) Drain(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("portaudio drain: %w", err)
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.usable("drain"); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	timeout := s.opts.WriteTimeout + 2*s.format.latency
+	s.mu.Unlock()
+	return s.do(ctx, "drain", timeout, func() error {
+		if !s.started {
+			return nil
+		}
+		s.started = false
+		if err := s.stream.stop(); err != nil {
+			s.markBroken(err)
+			return fmt.Errorf("portaudio drain: %w", err)
+		}
+		return nil
+	})
+}
+
+// Abort implements Sink. It waits at most for the buffer being written
+// (FramesPerBuffer frames) before PortAudio drops the device's buffer.
+func (s *PortAudioSink) Abort() error {
+	if err := s.usable("abort"); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.epoch++
+	if s.cur != nil {
+		s.cur.stop(ErrAborted)
+	}
+	s.mu.Unlock()
+	return s.do(context.Background(), "abort", s.opts.WriteTimeout, func() error {
+		if !s.started {
+			return nil
+		}
+		s.started = false
+		if err := s.stream.abort(); err != nil {
+			s.markBroken(err)
+			return fmt.Errorf("portaudio abort: %w", err)
+		}
+		return nil
+	})
+}
+
+// Close implements Sink. It drops audio not yet played and releases the
+// device. If the device hung, Close returns ErrDeviceTimeout after
+// WriteTimeout and leaves the stuck stream alone.
+func (s *PortAudioSink) Close() error {
+	first := false
+	s.closeMu.Do(func() {
+		first = true
+		s.mu.Lock()
+		s.closed = true
+		if s.cur != nil {
+			s.cur.stop(ErrClosed)
+		}
+		s.mu.Unlock()
+		close(s.quit)
+	})
+	if !first {
+		return nil
+	}
+	t := time.NewTimer(s.opts.WriteTimeout)
+	defer t.Stop()
+	select {
+	case <-s.done:
+	case <-t.C:
+		return fmt.Errorf("close portaudio: %w after %v; the device is left open", ErrDeviceTimeout, s.opts.WriteTimeout)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closeErr != nil {
+		return fmt.Errorf("close portaudio: %w", s.closeErr)
+	}
+	return nil
+}

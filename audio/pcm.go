@@ -1,0 +1,253 @@
+// Package audio holds mynah's audio plumbing: the PCM type every engine
+// produces, WAV reading and writing, resampling and channel conversion, and
+// the sinks that play or store speech (PortAudio, WAV file, null).
+package audio
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Limits every PCM in mynah stays within. The WAV reader and the resampler
+// enforce them, so a value that passed Validate can be played by any sink.
+const (
+	// MinRate and MaxRate bound the sample rate in Hz. 8 kHz is telephone
+	// speech; nothing a TTS voice or a sound card uses is above 192 kHz.
+	MinRate = 8000
+	MaxRate = 192000
+	// MaxChannels bounds the channel count (7.1 is the largest common layout).
+	MaxChannels = 8
+)
+
+// Errors returned by this package. Callers test them with errors.Is; the
+// returned errors wrap them with detail.
+var (
+	// ErrInvalidPCM reports a PCM whose rate, channel count or sample count is
+	// out of range or inconsistent.
+	ErrInvalidPCM = errors.New("invalid pcm")
+	// ErrInvalidWAV reports input that is not a well-formed WAV file this
+	// package accepts. Unsupported encodings wrap it too.
+	ErrInvalidWAV = errors.New("invalid wav")
+	// ErrLimit reports a WAV input over a limit in WAVOptions; the message
+	// names the limit. It always comes together with ErrInvalidWAV.
+	ErrLimit = errors.New("limit exceeded")
+	// ErrClosed is returned by a sink used after Close.
+	ErrClosed = errors.New("sink closed")
+	// ErrAborted is returned by a sink Write that Abort cut short.
+	ErrAborted = errors.New("playback aborted")
+	// ErrDeviceTimeout is returned when the audio device did not accept
+	// audio within the write timeout (unplugged, suspended, wedged driver).
+	// The sink is broken afterwards: reopen it.
+	ErrDeviceTimeout = errors.New("audio device timeout")
+	// ErrDeviceBroken is returned by every call on a sink after a device
+	// timeout or a device error that left the stream unusable.
+	ErrDeviceBroken = errors.New("audio device broken")
+	// ErrUnsupported is returned where the binary was built without cgo, so
+	// PortAudio is not available.
+	ErrUnsupported = errors.New("portaudio not available in this build (built without cgo)")
+)
+
+// PCM is signed 16-bit audio with interleaved channels: for stereo, Samples
+// is L0 R0 L1 R1 ... Engines produce mono; sinks convert as they need.
+type PCM struct {
+	Rate     int // frames per second
+	Channels int
+	Samples  []int16
+}
+
+// Frames returns the number of sample frames (samples per channel).
+func (p PCM) Frames() int {
+	if p.Channels <= 0 {
+		return 0
+	}
+	return len(p.Samples) / p.Channels
+}
+
+// Duration returns how long p plays; zero for a PCM with no rate.
+func (p PCM) Duration() time.Duration {
+	if p.Rate <= 0 {
+		return 0
+	}
+	f := int64(p.Frames())
+	// Split into whole seconds and remainder so that long clips cannot
+	// overflow int64 nanoseconds.
+	r := int64(p.Rate)
+	return time.Duration(f/r)*time.Second + time.Duration(f%r)*time.Second/time.Duration(r)
+}
+
+// Validate reports whether p is within MinRate..MaxRate, 1..MaxChannels,
+// and holds whole frames.
+func (p PCM) Validate() error {
+	if p.Rate < MinRate || p.Rate > MaxRate {
+		return fmt.Errorf("%w: rate %d Hz outside %d..%d", ErrInvalidPCM, p.Rate, MinRate, MaxRate)
+	}
+	if p.Channels < 1 || p.Channels > MaxChannels {
+		return fmt.Errorf("%w: %d channels outside 1..%d", ErrInvalidPCM, p.Channels, MaxChannels)
+	}
+	if len(p.Samples)%p.Channels != 0 {
+		return fmt.Errorf("%w: %d samples is not a whole number of %d-channel frames", ErrInvalidPCM, len(p.Samples), p.Channels)
+	}
+	return nil
+}
+
+// Clone returns a copy of p that shares no memory with it.
+func (p PCM) Clone() PCM {
+	p.Samples = append([]int16(nil), p.Samples...)
+	return p
+}
+
+// PeakTarget is the fraction of int16 full scale PeakNormalize scales the
+// loudest sample to. Piper scales to full scale; 0.95 leaves headroom so the
+// resampler's ringing and a sound card's DAC filter do not clip.
+const PeakTarget = 0.95
+
+// SilencePeak is the peak below which PeakNormalize does not amplify: such
+// a buffer is silence plus numeric noise, and normalizing it would turn the
+// noise into a full-scale hiss.
+const SilencePeak = 1e-4
+
+// PeakNormalize converts float audio (nominally -1..1) to int16 scaled so
+// that the loudest sample reaches PeakTarget of full scale, as Piper does
+// with its model output. A buffer whose peak is under SilencePeak is
+// converted at unity gain (1.0 -> 32767) instead. NaN and infinite samples
+// are treated as 0.
+func PeakNormalize(samples []float32) []int16 {
+	peak := 0.0
+	for _, s := range samples {
+		v := math.Abs(float64(s))
+		if v > peak && !math.IsInf(v, 0) { // NaN fails v > peak
+			peak = v
+		}
+	}
+	gain := float64(math.MaxInt16)
+	if peak >= SilencePeak {
+		gain = PeakTarget * math.MaxInt16 / peak
+	}
+	out := make([]int16, len(samples))
+	for i, s := range samples {
+		v := float64(s)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		out[i] = clampInt16(v * gain)
+	}
+	return out
+}
+
+// FromFloat32 wraps mono float model output as PCM, peak-normalized.
+func FromFloat32(samples []float32, rate int) PCM {
+	return PCM{Rate: rate, Channels: 1, Samples: PeakNormalize(samples)}
+}
+
+// Silence returns d of silence, rounded to the nearest frame. A negative d
+// gives an empty PCM.
+func Silence(rate, channels int, d time.Duration) PCM {
+	frames := 0
+	if d > 0 && rate > 0 && channels > 0 {
+		frames = int((int64(d)*int64(rate) + int64(time.Second)/2) / int64(time.Second))
+	}
+	return PCM{Rate: rate, Channels: channels, Samples: make([]int16, frames*max(channels, 0))}
+}
+
+// ApplyVolume scales p linearly by v, clamped to 0..1 (NaN counts as 1, so
+// a broken volume setting never mutes speech). At 1 the result is an exact
+// copy. The result never shares memory with p. Mapping a user's volume knob
+// to a perceptual curve is the caller's business.
+func ApplyVolume(p PCM, v float64) PCM {
+	out := p
+	out.Samples = make([]int16, len(p.Samples))
+	if math.IsNaN(v) || v >= 1 {
+		copy(out.Samples, p.Samples)
+		return out
+	}
+	if v <= 0 {
+		return out
+	}
+	for i, s := range p.Samples {
+		out.Samples[i] = clampInt16(float64(s) * v)
+	}
+	return out
+}
+
+// ToChannels converts p to ch channels. Down to mono averages all channels;
+// up from mono copies the one channel everywhere. Between other layouts the
+// first channels are kept and extra output channels repeat the input ones
+// (output channel j takes input channel j mod p.Channels): speech has no
+// surround image to preserve. The result never shares memory with p.
+func ToChannels(p PCM, ch int) (PCM, error) {
+	if err := p.Validate(); err != nil {
+		return PCM{}, fmt.Errorf("convert channels: %w", err)
+	}
+	if ch < 1 || ch > MaxChannels {
+		return PCM{}, fmt.Errorf("convert channels: %w: %d channels outside 1..%d", ErrInvalidPCM, ch, MaxChannels)
+	}
+	if ch == p.Channels {
+		return p.Clone(), nil
+	}
+	frames := p.Frames()
+	out := PCM{Rate: p.Rate, Channels: ch, Samples: make([]int16, frames*ch)}
+	in := p.Samples
+	switch {
+	case ch == 1:
+		n := p.Channels
+		for f := 0; f < frames; f++ {
+			sum := 0
+			for _, s := range in[f*n : f*n+n] {
+				sum += int(s)
+			}
+			out.Samples[f] = int16(roundDiv(sum, n))
+		}
+	default:
+		n := p.Channels
+		for f := 0; f < frames; f++ {
+			src := in[f*n : f*n+n]
+			dst := out.Samples[f*ch : f*ch+ch]
+			for j := range dst {
+				dst[j] = src[j%n]
+			}
+		}
+	}
+	return out, nil
+}
+
+// Convert returns p at the given rate and channel count, doing only the
+// conversions needed. The result never shares memory with p.
+func Convert(p PCM, rate, channels int) (PCM, error) {
+	if p.Channels != channels {
+		var err error
+		// Mix down before resampling (less work), expand after.
+		if channels < p.Channels {
+			if p, err = ToChannels(p, channels); err != nil {
+				return PCM{}, err
+			}
+			return Resample(p, rate)
+		}
+		if p, err = Resample(p, rate); err != nil {
+			return PCM{}, err
+		}
+		return ToChannels(p, channels)
+	}
+	return Resample(p, rate)
+}
+
+// roundDiv divides rounding half away from zero, so that averaging -1 and
+// -2 and averaging 1 and 2 are symmetric.
+func roundDiv(a, b int) int {
+	if a >= 0 {
+		return (a + b/2) / b
+	}
+	return -((-a + b/2) / b)
+}
+
+func clampInt16(v float64) int16 {
+	v = math.Round(v)
+	if v > math.MaxInt16 {
+		return math.MaxInt16
+	}
+	if v < math.MinInt16 {
+		return math.MinInt16
+	}
+	return int16(v)
+}

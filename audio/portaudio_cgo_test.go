@@ -1,0 +1,127 @@
+//go:build cgo
+
+package audio
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"os"
+	"strings"
+	"testing"
+)
+
+// These tests play through real PortAudio into ALSA's file plugin (see
+// alsa_capture_test.go): the bytes in alsaCapture are what the "sound
+// card" received.
+
+// captured reads what the last closed stream played.
+func captured(t *testing.T) []int16 {
+	t.Helper()
+	raw, err := os.ReadFile(alsaCapture)
+	if err != nil {
+		t.Fatalf("read ALSA capture: %v", err)
+	}
+	if len(raw)%2 != 0 {
+		t.Fatalf("ALSA capture holds %d bytes, not whole int16 samples", len(raw))
+	}
+	s := make([]int16, len(raw)/2)
+	for i := range s {
+		s[i] = int16(binary.LittleEndian.Uint16(raw[2*i:]))
+	}
+	return s
+}
+
+func TestPortAudioListsCaptureDevice(t *testing.T) {
+	devs, err := ListDevices()
+	if err != nil {
+		t.Fatalf("ListDevices: %v", err)
+	}
+	if len(devs) == 0 {
+		t.Fatal("PortAudio lists no output device although HOME/.asoundrc defines an ALSA default: " +
+			"is PortAudio built with ALSA (portaudio19-dev, libasound2)?")
+	}
+	var def *DeviceInfo
+	for i, d := range devs {
+		if d.Default {
+			def = &devs[i]
+		}
+	}
+	if def == nil || def.HostAPI != "ALSA" || def.MaxOutputChannels < 2 || def.DefaultRate < MinRate {
+		t.Fatalf("no usable default ALSA output among %+v", devs)
+	}
+	if !DefaultOutputAvailable() {
+		t.Fatal("DefaultOutputAvailable = false with a default device listed")
+	}
+}
+
+func TestPortAudioSinkSuite(t *testing.T) {
+	runSinkSuite(t, func(t *testing.T) sinkUnderTest {
+		s, err := OpenPortAudio(&PortAudioOptions{Rate: 22050, Channels: 1})
+		if err != nil {
+			t.Fatalf("open PortAudio on the ALSA capture device: %v", err)
+		}
+		return sinkUnderTest{sink: s, rate: 22050, channels: 1, delivered: func(t *testing.T) (int64, []int16) {
+			got := captured(t)
+			return int64(len(got)), got
+		}}
+	})
+}
+
+func TestPortAudioPlaysExactBytes(t *testing.T) {
+	for _, p := range []PCM{
+		sine(22050, 1, 440, 0.8, 20*1024+333),
+		sine(48000, 2, 1000, 0.5, 4800),
+	} {
+		// No rate or channels given: the stream takes the first PCM's, so
+		// the device must receive exactly our samples.
+		s, err := OpenPortAudio(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		half := p.Frames() / 2 * p.Channels
+		for _, part := range [][]int16{p.Samples[:half], p.Samples[half:]} {
+			if err := s.Write(ctx, PCM{Rate: p.Rate, Channels: p.Channels, Samples: part}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r, c := s.Format(); r != p.Rate || c != p.Channels {
+			t.Errorf("stream format %d Hz %d ch, want %d Hz %d ch", r, c, p.Rate, p.Channels)
+		}
+		if err := s.Drain(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(alsaCapture)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := samplesToBytes(nil, p.Samples); !bytes.Equal(raw, want) {
+			t.Errorf("%d Hz %d ch: device received %d bytes, want exactly the %d bytes played", p.Rate, p.Channels, len(raw), len(want))
+		}
+	}
+}
+
+func TestPortAudioDeviceSelection(t *testing.T) {
+	s, err := OpenPortAudio(&PortAudioOptions{Device: "default", Rate: 16000, Channels: 1})
+	if err != nil {
+		t.Fatalf("device by exact name: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = OpenPortAudio(&PortAudioOptions{Device: "no-such-card"})
+	if err == nil || !strings.Contains(err.Error(), `no output device matches "no-such-card"`) {
+		t.Errorf("missing device: %v", err)
+	}
+	// Every failed open and closed sink gave its PortAudio reference back.
+	paLib.Lock()
+	refs := paLib.refs
+	paLib.Unlock()
+	if refs != 0 {
+		t.Errorf("%d PortAudio references left", refs)
+	}
+}
