@@ -175,11 +175,8 @@ func LoadPiper(rt *ort.Runtime, path string, opts *PiperOptions) (*Piper, error)
 	if err != nil {
 		return nil, fmt.Errorf("load voice: %w", err)
 	}
-	model, err := onnx.ReadFile(modelPath, nil)
-	if err != nil {
-		return nil, fmt.Errorf("load voice: %w", err)
-	}
-	data, err := onnx.Encode(model)
+	// ONNX Runtime gets the very bytes that were checked, read once.
+	model, data, err := onnx.ReadFileData(modelPath, nil)
 	if err != nil {
 		return nil, fmt.Errorf("load voice: %w", err)
 	}
@@ -194,7 +191,6 @@ func LoadPiper(rt *ort.Runtime, path string, opts *PiperOptions) (*Piper, error)
 	}
 	p.info.Name = strings.TrimSuffix(filepath.Base(modelPath), ".onnx")
 	p.info.ModelPath = modelPath
-	// The digest is of the file as it is on disk, not of the re-encoding.
 	p.info.Digest = model.Digest
 	p.info.SizeBytes = model.Size
 	return p, nil

@@ -137,34 +137,41 @@ func Decode(data []byte, opts *ReadOptions) (*Model, error) {
 // ReadFile reads, decodes and checks the model at path. External data, if
 // any, must live in the model's directory.
 func ReadFile(path string, opts *ReadOptions) (*Model, error) {
+	m, _, err := ReadFileData(path, opts)
+	return m, err
+}
+
+// ReadFileData is ReadFile that also returns the file's bytes, so a caller
+// can hand ONNX Runtime exactly what was checked without reading it twice.
+func ReadFileData(path string, opts *ReadOptions) (*Model, []byte, error) {
 	o := opts.withDefaults()
 	if o.Dir == "" {
 		o.Dir = filepath.Dir(path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("read model: %w", err)
+		return nil, nil, fmt.Errorf("read model: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("read model: %w", err)
+		return nil, nil, fmt.Errorf("read model: %w", err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("read model %s: %w: not a regular file", path, ErrInvalidModel)
+		return nil, nil, fmt.Errorf("read model %s: %w: not a regular file", path, ErrInvalidModel)
 	}
 	if st.Size() > o.MaxBytes {
-		return nil, fmt.Errorf("read model %s: %w: %d bytes, limit %d", path, ErrTooLarge, st.Size(), o.MaxBytes)
+		return nil, nil, fmt.Errorf("read model %s: %w: %d bytes, limit %d", path, ErrTooLarge, st.Size(), o.MaxBytes)
 	}
 	data := make([]byte, st.Size())
 	if _, err := readFull(f, data); err != nil {
-		return nil, fmt.Errorf("read model %s: %w", path, err)
+		return nil, nil, fmt.Errorf("read model %s: %w", path, err)
 	}
 	m, err := Decode(data, &o)
 	if err != nil {
-		return nil, fmt.Errorf("read model %s: %w", path, err)
+		return nil, nil, fmt.Errorf("read model %s: %w", path, err)
 	}
-	return m, nil
+	return m, data, nil
 }
 
 func readFull(f *os.File, b []byte) (int, error) {
