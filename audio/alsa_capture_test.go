@@ -1,8 +1,6 @@
 package audio
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/mynah-tts/mynah/audio/audiotest"
@@ -12,14 +10,4 @@ import (
 // the bytes PortAudio played (see package audiotest).
 var alsaCapture string
 
-func TestMain(m *testing.M) {
-	raw, cleanup, err := audiotest.CaptureALSA()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "set up ALSA capture:", err)
-		os.Exit(2)
-	}
-	alsaCapture = raw
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { audiotest.Main(m, &alsaCapture) }

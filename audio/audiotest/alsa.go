@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 )
 
 // WriteCaptureConfig writes home/.asoundrc making the default PCM a
@@ -74,4 +75,19 @@ func CaptureALSA() (rawPath string, cleanup func(), err error) {
 	os.Setenv("HOME", dir)
 	os.Unsetenv("ALSA_CONFIG_PATH")
 	return rawPath, func() { os.RemoveAll(dir) }, nil
+}
+
+// Main is a TestMain body for packages whose tests play through PortAudio:
+// it points ALSA's default device at a capture file, stores the file's path
+// in *rawPath, runs the tests and exits.
+func Main(m *testing.M, rawPath *string) {
+	raw, cleanup, err := CaptureALSA()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "set up ALSA capture:", err)
+		os.Exit(2)
+	}
+	*rawPath = raw
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,21 +134,11 @@ func TestSayToWAV(t *testing.T) {
 	}
 }
 
-func TestMain(m *testing.M) {
-	// Before anything initializes PortAudio: the default ALSA device
-	// records into a file (see package audiotest).
-	raw, cleanup, err := audiotest.CaptureALSA()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "set up ALSA capture:", err)
-		os.Exit(2)
-	}
-	alsaCapture = raw
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
-
+// alsaCapture holds what PortAudio played: the default ALSA device records
+// into it (see package audiotest).
 var alsaCapture string
+
+func TestMain(m *testing.M) { audiotest.Main(m, &alsaCapture) }
 
 // TestSayThroughPortAudio: what "mynah say" played through PortAudio is,
 // byte for byte, what it writes to a WAV file for the same request.
