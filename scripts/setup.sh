@@ -54,7 +54,7 @@ install_packages() {
 }
 
 check_go() {
-  command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || die "Go 1.24 or newer is needed (https://go.dev/doc/install); apt's golang is too old on Debian 12"
+  command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || die "Go 1.26 or newer is needed (https://go.dev/doc/install); apt's golang is too old on Debian 12"
 }
 
 install_ort() {

@@ -104,6 +104,9 @@ func runSay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		SentenceSilence: f.silence,
 		Logger:          log,
 	})
+	if errors.Is(err, voice.ErrVoiceNotFound) {
+		return fmt.Errorf("%w\n(a voice is NAME.onnx with NAME.onnx.json beside it; build the demo voice with: mynah voice demo --out DIR)", err)
+	}
 	if err != nil {
 		return err
 	}
