@@ -1,0 +1,66 @@
+// Package daemon is mynahd's core: it turns MQTT messages into speech. It
+// decodes and validates commands, queues them by priority, synthesizes and
+// plays them sentence by sentence, and reports what happened as events, a
+// state sensor and Home Assistant discovery.
+//
+// The daemon sees the outside world only through the small interfaces in
+// this file; cmd/mynahd wires in paho (daemon/mqtt), the voice engines and
+// the PortAudio sink. That keeps this package free of cgo and of MQTT
+// client details, and lets its tests use hand-written fakes.
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"github.com/mynah-tts/mynah/audio"
+)
+
+// Message is one MQTT message as the daemon sees it.
+type Message struct {
+	Topic    string
+	Payload  []byte
+	Retained bool
+}
+
+// Transport is the MQTT connection. The implementation owns connecting,
+// the last will (offline, retained, on the status topic), publishing
+// "online" after every connect, and re-subscribing after every reconnect.
+type Transport interface {
+	// Subscribe subscribes to filters at QoS 1. handle is called for every
+	// message on the client's goroutine: it must return quickly and never
+	// publish synchronously.
+	Subscribe(filters []string, handle func(Message)) error
+	// Publish sends at QoS 1 and waits at most until ctx ends.
+	Publish(ctx context.Context, topic string, payload []byte, retained bool) error
+}
+
+// Speech is what the daemon asks an engine to say.
+type Speech struct {
+	Voice   string // a name from Engine.Voices; "" is the default voice
+	Speaker string
+	Text    string
+	Rate    float64 // 0 means 1
+}
+
+// Chunk is one synthesized sentence.
+type Chunk struct {
+	Index   int
+	Last    bool
+	PCM     audio.PCM
+	Silence time.Duration // pause to play after PCM
+}
+
+// Engine synthesizes speech. Speak calls emit once per sentence, in order,
+// and emits sentence n before it synthesizes sentence n+1.
+type Engine interface {
+	Voices() []string
+	Speak(ctx context.Context, s Speech, emit func(Chunk) error) error
+}
+
+// Sink plays audio. Abort must make a blocked Write return at once.
+type Sink interface {
+	Write(ctx context.Context, p audio.PCM) error
+	Drain(ctx context.Context) error
+	Abort() error
+}
