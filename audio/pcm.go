@@ -1,6 +1,8 @@
 // Package audio holds mynah's audio plumbing: the PCM type every engine
 // produces, WAV reading and writing, resampling and channel conversion, and
-// the sinks that play or store speech (PortAudio, WAV file, null).
+// the sinks that store speech or discard it (WAV file, null). It has no cgo
+// (package audio/portaudio plays through a sound card), so the daemon can
+// use it directly.
 package audio
 
 import (
@@ -37,16 +39,6 @@ var (
 	ErrClosed = errors.New("sink closed")
 	// ErrAborted is returned by a sink Write that Abort cut short.
 	ErrAborted = errors.New("playback aborted")
-	// ErrDeviceTimeout is returned when the audio device did not accept
-	// audio within the write timeout (unplugged, suspended, wedged driver).
-	// The sink is broken afterwards: reopen it.
-	ErrDeviceTimeout = errors.New("audio device timeout")
-	// ErrDeviceBroken is returned by every call on a sink after a device
-	// timeout or a device error that left the stream unusable.
-	ErrDeviceBroken = errors.New("audio device broken")
-	// ErrUnsupported is returned where the binary was built without cgo, so
-	// PortAudio is not available.
-	ErrUnsupported = errors.New("portaudio not available in this build (built without cgo)")
 )
 
 // PCM is signed 16-bit audio with interleaved channels: for stereo, Samples

@@ -17,7 +17,7 @@ import (
 type Sink interface {
 	// Write blocks until p has been accepted (by the device's buffer, the
 	// file, ...), ctx ends, or Abort is called. A device that stops taking
-	// audio makes Write fail with ErrDeviceTimeout rather than hang.
+	// audio makes Write fail (portaudio.ErrDeviceTimeout) rather than hang.
 	Write(ctx context.Context, p PCM) error
 	// Drain blocks until everything written so far has been played.
 	Drain(ctx context.Context) error
@@ -34,7 +34,6 @@ type Sink interface {
 var (
 	_ Sink = (*NullSink)(nil)
 	_ Sink = (*WAVFileSink)(nil)
-	_ Sink = (*PortAudioSink)(nil)
 )
 
 // NullSinkOptions configures a NullSink; nil means the defaults.

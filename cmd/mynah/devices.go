@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/portaudio"
 )
 
 func runDevices(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		return usageError("devices takes no arguments")
 	}
-	devs, err := audio.ListDevices()
+	devs, err := portaudio.ListDevices()
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/portaudio"
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/quant/ort"
@@ -202,14 +203,14 @@ func openSink(f sayFlags, rate int, stderr io.Writer, log interface{ Warn(string
 		s, err := audio.NewWAVFileSink(f.out, rate, 1)
 		return s, f.out, err
 	}
-	if f.device == "" && !audio.DefaultOutputAvailable() {
+	if f.device == "" && !portaudio.DefaultOutputAvailable() {
 		fmt.Fprintf(stderr, "no audio output device found; writing the speech to %s instead\n", f.fallback)
 		s, err := audio.NewWAVFileSink(f.fallback, rate, 1)
 		return s, f.fallback, err
 	}
-	s, err := audio.OpenPortAudio(&audio.PortAudioOptions{Device: f.device})
+	s, err := portaudio.Open(&portaudio.Options{Device: f.device})
 	if err != nil {
-		if f.device != "" || errors.Is(err, audio.ErrUnsupported) {
+		if f.device != "" || errors.Is(err, portaudio.ErrUnsupported) {
 			return nil, "", err
 		}
 		fmt.Fprintf(stderr, "audio device failed (%v); writing the speech to %s instead\n", err, f.fallback)

@@ -1,6 +1,6 @@
 //go:build !cgo
 
-package audio
+package portaudio
 
 import (
 	"errors"
@@ -8,8 +8,8 @@ import (
 )
 
 func TestPortAudioUnsupportedWithoutCgo(t *testing.T) {
-	if _, err := OpenPortAudio(nil); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("OpenPortAudio: %v, want ErrUnsupported", err)
+	if _, err := Open(nil); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Open: %v, want ErrUnsupported", err)
 	}
 	if _, err := ListDevices(); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("ListDevices: %v, want ErrUnsupported", err)

@@ -1,15 +1,45 @@
-package audio
+// Package portaudio plays mynah's speech through a sound card with
+// PortAudio. It is a package of its own so that package audio has no cgo:
+// the daemon needs audio.PCM and audio.Sink but must never link C, and gets
+// this sink through an interface wired in cmd. Built without cgo, Open fails
+// with ErrUnsupported.
+//
+// The sink's deadline and abort logic (sink.go) is pure Go over a small
+// device interface; portaudio_cgo.go implements that interface with the
+// gordonklaus/portaudio binding and tests fake it to make a device hang.
+package portaudio
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/mynah-tts/mynah/audio"
 )
 
-// PortAudioOptions configures OpenPortAudio; nil means the defaults.
-type PortAudioOptions struct {
+// Errors returned by this package. Callers test them with errors.Is; the
+// returned errors wrap them with detail. A closed sink and an aborted write
+// report audio.ErrClosed and audio.ErrAborted, as every audio.Sink does.
+var (
+	// ErrDeviceTimeout is returned when the audio device did not accept
+	// audio within the write timeout (unplugged, suspended, wedged driver).
+	// The sink is broken afterwards: reopen it.
+	ErrDeviceTimeout = errors.New("audio device timeout")
+	// ErrDeviceBroken is returned by every call on a sink after a device
+	// timeout or a device error that left the stream unusable.
+	ErrDeviceBroken = errors.New("audio device broken")
+	// ErrUnsupported is returned where the binary was built without cgo, so
+	// PortAudio is not available.
+	ErrUnsupported = errors.New("portaudio not available in this build (built without cgo)")
+)
+
+var _ audio.Sink = (*Sink)(nil)
+
+// Options configures Open; nil means the defaults.
+type Options struct {
 	// Device picks the output device by name: an exact name, or else a
 	// case-insensitive substring matching exactly one output device.
 	// Empty means the default output device.
@@ -33,7 +63,7 @@ type PortAudioOptions struct {
 	Logger *slog.Logger
 }
 
-// Defaults for PortAudioOptions.
+// Defaults for Options.
 const (
 	DefaultFramesPerBuffer = 1024
 	DefaultWriteTimeout    = 2 * time.Second
@@ -74,7 +104,7 @@ type streamFormat struct {
 	latency        time.Duration // how much audio the device buffers
 }
 
-// PortAudioSink plays through a PortAudio output device.
+// Sink plays through a PortAudio output device.
 //
 // All calls into PortAudio for the stream happen on one goroutine the sink
 // owns, because a blocking write into a vanished device may never return:
@@ -82,9 +112,9 @@ type streamFormat struct {
 // may stay stuck in the driver; the sink is then broken (every call returns
 // ErrDeviceBroken) and Close cannot release the device, which is leaked
 // rather than freed under a thread that still uses it.
-type PortAudioSink struct {
+type Sink struct {
 	dev     outputDevice
-	opts    PortAudioOptions
+	opts    Options
 	log     *slog.Logger
 	ops     chan ownerOp  // run on the owner goroutine
 	quit    chan struct{} // closed by Close
@@ -130,10 +160,10 @@ func (j *writeJob) stop(why error) {
 	})
 }
 
-// newPortAudioSink starts the owner goroutine for dev. When opts fixes both
+// newSink starts the owner goroutine for dev. When opts fixes both
 // rate and channels the stream opens now, so a missing device fails here.
-func newPortAudioSink(dev outputDevice, opts *PortAudioOptions) (*PortAudioSink, error) {
-	s := &PortAudioSink{
+func newSink(dev outputDevice, opts *Options) (*Sink, error) {
+	s := &Sink{
 		dev:  dev,
 		ops:  make(chan ownerOp),
 		quit: make(chan struct{}),
@@ -142,13 +172,13 @@ func newPortAudioSink(dev outputDevice, opts *PortAudioOptions) (*PortAudioSink,
 	if opts != nil {
 		s.opts = *opts
 	}
-	if r := s.opts.Rate; r != 0 && (r < MinRate || r > MaxRate) {
+	if r := s.opts.Rate; r != 0 && (r < audio.MinRate || r > audio.MaxRate) {
 		dev.release()
-		return nil, fmt.Errorf("open portaudio: %w: Rate %d Hz outside %d..%d", ErrInvalidPCM, r, MinRate, MaxRate)
+		return nil, fmt.Errorf("open portaudio: %w: Rate %d Hz outside %d..%d", audio.ErrInvalidPCM, r, audio.MinRate, audio.MaxRate)
 	}
-	if c := s.opts.Channels; c < 0 || c > MaxChannels {
+	if c := s.opts.Channels; c < 0 || c > audio.MaxChannels {
 		dev.release()
-		return nil, fmt.Errorf("open portaudio: %w: Channels %d outside 1..%d", ErrInvalidPCM, c, MaxChannels)
+		return nil, fmt.Errorf("open portaudio: %w: Channels %d outside 1..%d", audio.ErrInvalidPCM, c, audio.MaxChannels)
 	}
 	if s.opts.FramesPerBuffer <= 0 {
 		s.opts.FramesPerBuffer = DefaultFramesPerBuffer
@@ -170,7 +200,7 @@ func newPortAudioSink(dev outputDevice, opts *PortAudioOptions) (*PortAudioSink,
 	return s, nil
 }
 
-func (s *PortAudioSink) run() {
+func (s *Sink) run() {
 	defer close(s.done)
 	for {
 		select {
@@ -198,19 +228,19 @@ func (s *PortAudioSink) run() {
 }
 
 // Format returns the stream's rate and channel count; zeros until the first
-// Write opened it (when PortAudioOptions left them to the audio).
-func (s *PortAudioSink) Format() (rate, channels int) {
+// Write opened it (when Options left them to the audio).
+func (s *Sink) Format() (rate, channels int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.format.rate, s.format.channels
 }
 
 // usable reports why the sink cannot take a call, if it cannot.
-func (s *PortAudioSink) usable(what string) error {
+func (s *Sink) usable(what string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return fmt.Errorf("portaudio %s: %w", what, ErrClosed)
+		return fmt.Errorf("portaudio %s: %w", what, audio.ErrClosed)
 	}
 	if s.broken != nil {
 		return fmt.Errorf("portaudio %s: %w: reopen the sink (%v)", what, ErrDeviceBroken, s.broken)
@@ -218,7 +248,7 @@ func (s *PortAudioSink) usable(what string) error {
 	return nil
 }
 
-func (s *PortAudioSink) markBroken(err error) {
+func (s *Sink) markBroken(err error) {
 	s.mu.Lock()
 	if s.broken == nil {
 		s.broken = err
@@ -229,14 +259,14 @@ func (s *PortAudioSink) markBroken(err error) {
 
 // do runs op on the owner goroutine and waits for it, giving up after
 // timeout (the sink is then broken) or when ctx ends (op still runs).
-func (s *PortAudioSink) do(ctx context.Context, what string, timeout time.Duration, run func() error) error {
+func (s *Sink) do(ctx context.Context, what string, timeout time.Duration, run func() error) error {
 	op := newOp(run)
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case s.ops <- op:
 	case <-s.quit:
-		return fmt.Errorf("portaudio %s: %w", what, ErrClosed)
+		return fmt.Errorf("portaudio %s: %w", what, audio.ErrClosed)
 	case <-ctx.Done():
 		return fmt.Errorf("portaudio %s: %w", what, ctx.Err())
 	case <-t.C:
@@ -255,7 +285,7 @@ func (s *PortAudioSink) do(ctx context.Context, what string, timeout time.Durati
 	}
 }
 
-func (s *PortAudioSink) openStream(ctx context.Context, rate, channels int) error {
+func (s *Sink) openStream(ctx context.Context, rate, channels int) error {
 	return s.do(ctx, "open", s.opts.WriteTimeout, func() error {
 		st, f, err := s.dev.open(rate, channels, s.opts.FramesPerBuffer)
 		if err != nil {
@@ -270,9 +300,9 @@ func (s *PortAudioSink) openStream(ctx context.Context, rate, channels int) erro
 	})
 }
 
-// Write implements Sink. WriteTimeout bounds each buffer, not the whole
+// Write implements audio.Sink. WriteTimeout bounds each buffer, not the whole
 // PCM: a long sentence takes as long as it plays, minus the device buffer.
-func (s *PortAudioSink) Write(ctx context.Context, p PCM) error {
+func (s *Sink) Write(ctx context.Context, p audio.PCM) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("portaudio write: %w", err)
 	}
@@ -300,7 +330,7 @@ func (s *PortAudioSink) Write(ctx context.Context, p PCM) error {
 		}
 	}
 	rate, channels := s.Format()
-	p, err := Convert(p, rate, channels)
+	p, err := audio.Convert(p, rate, channels)
 	if err != nil {
 		return fmt.Errorf("portaudio write: %w", err)
 	}
@@ -308,7 +338,7 @@ func (s *PortAudioSink) Write(ctx context.Context, p PCM) error {
 	s.mu.Lock()
 	if s.epoch != epoch {
 		s.mu.Unlock()
-		return fmt.Errorf("portaudio write: %w", ErrAborted)
+		return fmt.Errorf("portaudio write: %w", audio.ErrAborted)
 	}
 	s.cur = job
 	s.mu.Unlock()
@@ -325,7 +355,7 @@ func (s *PortAudioSink) Write(ctx context.Context, p PCM) error {
 	select {
 	case s.ops <- op:
 	case <-s.quit:
-		return fmt.Errorf("portaudio write: %w", ErrClosed)
+		return fmt.Errorf("portaudio write: %w", audio.ErrClosed)
 	case <-ctx.Done():
 		return fmt.Errorf("portaudio write: %w", ctx.Err())
 	case <-t.C:
@@ -358,14 +388,14 @@ func (s *PortAudioSink) Write(ctx context.Context, p PCM) error {
 }
 
 // writeBuffers runs on the owner goroutine.
-func (s *PortAudioSink) writeBuffers(job *writeJob, channels int) error {
+func (s *Sink) writeBuffers(job *writeJob, channels int) error {
 	step := s.opts.FramesPerBuffer * channels
 	for off := 0; off < len(job.samples); off += step {
 		select {
 		case <-job.cancel:
 			return fmt.Errorf("portaudio write: %w", job.result)
 		case <-s.quit:
-			return fmt.Errorf("portaudio write: %w", ErrClosed)
+			return fmt.Errorf("portaudio write: %w", audio.ErrClosed)
 		default:
 		}
 		if !s.started {
@@ -388,9 +418,9 @@ func (s *PortAudioSink) writeBuffers(job *writeJob, channels int) error {
 	return nil
 }
 
-// Drain implements Sink by stopping the stream, which in PortAudio returns
+// Drain implements audio.Sink by stopping the stream, which in PortAudio returns
 // once the buffered audio has played; the next Write restarts it.
-func (s *PortAudioSink) Drain(ctx context.Context) error {
+func (s *Sink) Drain(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("portaudio drain: %w", err)
 	}
@@ -415,16 +445,16 @@ func (s *PortAudioSink) Drain(ctx context.Context) error {
 	})
 }
 
-// Abort implements Sink. It waits at most for the buffer being written
+// Abort implements audio.Sink. It waits at most for the buffer being written
 // (FramesPerBuffer frames) before PortAudio drops the device's buffer.
-func (s *PortAudioSink) Abort() error {
+func (s *Sink) Abort() error {
 	if err := s.usable("abort"); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	s.epoch++
 	if s.cur != nil {
-		s.cur.stop(ErrAborted)
+		s.cur.stop(audio.ErrAborted)
 	}
 	s.mu.Unlock()
 	return s.do(context.Background(), "abort", s.opts.WriteTimeout, func() error {
@@ -440,17 +470,17 @@ func (s *PortAudioSink) Abort() error {
 	})
 }
 
-// Close implements Sink. It drops audio not yet played and releases the
+// Close implements audio.Sink. It drops audio not yet played and releases the
 // device. If the device hung, Close returns ErrDeviceTimeout after
 // WriteTimeout and leaves the stuck stream alone.
-func (s *PortAudioSink) Close() error {
+func (s *Sink) Close() error {
 	first := false
 	s.closeMu.Do(func() {
 		first = true
 		s.mu.Lock()
 		s.closed = true
 		if s.cur != nil {
-			s.cur.stop(ErrClosed)
+			s.cur.stop(audio.ErrClosed)
 		}
 		s.mu.Unlock()
 		close(s.quit)

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package audio
+package portaudio
 
 import (
 	"bytes"
@@ -9,10 +9,13 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/audiotest"
 )
 
 // These tests play through real PortAudio into ALSA's file plugin (see
-// alsa_capture_test.go): the bytes in alsaCapture are what the "sound
+// main_test.go): the bytes in alsaCapture are what the "sound
 // card" received.
 
 // captured reads what the last closed stream played.
@@ -47,7 +50,7 @@ func TestPortAudioListsCaptureDevice(t *testing.T) {
 			def = &devs[i]
 		}
 	}
-	if def == nil || def.HostAPI != "ALSA" || def.MaxOutputChannels < 2 || def.DefaultRate < MinRate {
+	if def == nil || def.HostAPI != "ALSA" || def.MaxOutputChannels < 2 || def.DefaultRate < audio.MinRate {
 		t.Fatalf("no usable default ALSA output among %+v", devs)
 	}
 	if !DefaultOutputAvailable() {
@@ -56,12 +59,12 @@ func TestPortAudioListsCaptureDevice(t *testing.T) {
 }
 
 func TestPortAudioSinkSuite(t *testing.T) {
-	runSinkSuite(t, func(t *testing.T) sinkUnderTest {
-		s, err := OpenPortAudio(&PortAudioOptions{Rate: 22050, Channels: 1})
+	audiotest.RunSinkSuite(t, func(t *testing.T) audiotest.SinkUnderTest {
+		s, err := Open(&Options{Rate: 22050, Channels: 1})
 		if err != nil {
 			t.Fatalf("open PortAudio on the ALSA capture device: %v", err)
 		}
-		return sinkUnderTest{sink: s, rate: 22050, channels: 1, delivered: func(t *testing.T) (int64, []int16) {
+		return audiotest.SinkUnderTest{Sink: s, Rate: 22050, Channels: 1, Delivered: func(t *testing.T) (int64, []int16) {
 			got := captured(t)
 			return int64(len(got)), got
 		}}
@@ -69,20 +72,20 @@ func TestPortAudioSinkSuite(t *testing.T) {
 }
 
 func TestPortAudioPlaysExactBytes(t *testing.T) {
-	for _, p := range []PCM{
-		sine(22050, 1, 440, 0.8, 20*1024+333),
-		sine(48000, 2, 1000, 0.5, 4800),
+	for _, p := range []audio.PCM{
+		audiotest.Sine(22050, 1, 440, 0.8, 20*1024+333),
+		audiotest.Sine(48000, 2, 1000, 0.5, 4800),
 	} {
 		// No rate or channels given: the stream takes the first PCM's, so
 		// the device must receive exactly our samples.
-		s, err := OpenPortAudio(nil)
+		s, err := Open(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
 		half := p.Frames() / 2 * p.Channels
 		for _, part := range [][]int16{p.Samples[:half], p.Samples[half:]} {
-			if err := s.Write(ctx, PCM{Rate: p.Rate, Channels: p.Channels, Samples: part}); err != nil {
+			if err := s.Write(ctx, audio.PCM{Rate: p.Rate, Channels: p.Channels, Samples: part}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -99,21 +102,25 @@ func TestPortAudioPlaysExactBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := samplesToBytes(nil, p.Samples); !bytes.Equal(raw, want) {
+		var want []byte
+		for _, v := range p.Samples {
+			want = binary.LittleEndian.AppendUint16(want, uint16(v))
+		}
+		if !bytes.Equal(raw, want) {
 			t.Errorf("%d Hz %d ch: device received %d bytes, want exactly the %d bytes played", p.Rate, p.Channels, len(raw), len(want))
 		}
 	}
 }
 
 func TestPortAudioDeviceSelection(t *testing.T) {
-	s, err := OpenPortAudio(&PortAudioOptions{Device: "default", Rate: 16000, Channels: 1})
+	s, err := Open(&Options{Device: "default", Rate: 16000, Channels: 1})
 	if err != nil {
 		t.Fatalf("device by exact name: %v", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = OpenPortAudio(&PortAudioOptions{Device: "no-such-card"})
+	_, err = Open(&Options{Device: "no-such-card"})
 	if err == nil || !strings.Contains(err.Error(), `no output device matches "no-such-card"`) {
 		t.Errorf("missing device: %v", err)
 	}

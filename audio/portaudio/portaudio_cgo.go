@@ -1,6 +1,6 @@
 //go:build cgo
 
-package audio
+package portaudio
 
 import (
 	"errors"
@@ -10,7 +10,9 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/gordonklaus/portaudio"
+	pa "github.com/gordonklaus/portaudio"
+
+	"github.com/mynah-tts/mynah/audio"
 )
 
 // PortAudio is process-global: Pa_Initialize probes every host API and
@@ -27,7 +29,7 @@ func paAcquire() error {
 	paLib.Lock()
 	defer paLib.Unlock()
 	if paLib.refs == 0 {
-		if err := quietStderr(portaudio.Initialize); err != nil {
+		if err := quietStderr(pa.Initialize); err != nil {
 			return fmt.Errorf("initialize portaudio: %w", err)
 		}
 	}
@@ -43,7 +45,7 @@ func paRelease() error {
 	}
 	paLib.refs--
 	if paLib.refs == 0 {
-		if err := quietStderr(portaudio.Terminate); err != nil {
+		if err := quietStderr(pa.Terminate); err != nil {
 			return fmt.Errorf("terminate portaudio: %w", err)
 		}
 	}
@@ -78,10 +80,10 @@ func quietStderr(f func() error) error {
 	return f()
 }
 
-// OpenPortAudio opens an output device. Without a sound card (or with
+// Open opens an output device. Without a sound card (or with
 // Device naming nothing) it fails; DefaultOutputAvailable tells a CLI
 // whether to fall back to a WAV file first.
-func OpenPortAudio(opts *PortAudioOptions) (*PortAudioSink, error) {
+func Open(opts *Options) (*Sink, error) {
 	if err := paAcquire(); err != nil {
 		return nil, fmt.Errorf("open portaudio: %w", err)
 	}
@@ -96,23 +98,23 @@ func OpenPortAudio(opts *PortAudioOptions) (*PortAudioSink, error) {
 		paRelease()
 		return nil, fmt.Errorf("open portaudio: %w", err)
 	}
-	return newPortAudioSink(&paDevice{dev: dev}, opts)
+	return newSink(&paDevice{dev: dev}, opts)
 }
 
 // findOutput resolves a device name; paLib must be held.
-func findOutput(name string) (*portaudio.DeviceInfo, error) {
+func findOutput(name string) (*pa.DeviceInfo, error) {
 	if name == "" {
-		dev, err := portaudio.DefaultOutputDevice()
+		dev, err := pa.DefaultOutputDevice()
 		if err != nil {
 			return nil, fmt.Errorf("default output device: %w", err)
 		}
 		return dev, nil
 	}
-	devs, err := portaudio.Devices()
+	devs, err := pa.Devices()
 	if err != nil {
 		return nil, fmt.Errorf("list devices: %w", err)
 	}
-	var matches []*portaudio.DeviceInfo
+	var matches []*pa.DeviceInfo
 	var names []string
 	for _, d := range devs {
 		if d.MaxOutputChannels < 1 {
@@ -144,7 +146,7 @@ func ListDevices() ([]DeviceInfo, error) {
 	defer paRelease()
 	paLib.Lock()
 	defer paLib.Unlock()
-	devs, err := portaudio.Devices()
+	devs, err := pa.Devices()
 	if err != nil {
 		return nil, fmt.Errorf("list devices: %w", err)
 	}
@@ -172,12 +174,12 @@ func DefaultOutputAvailable() bool {
 	defer paRelease()
 	paLib.Lock()
 	defer paLib.Unlock()
-	d, err := portaudio.DefaultOutputDevice()
+	d, err := pa.DefaultOutputDevice()
 	return err == nil && d.MaxOutputChannels > 0
 }
 
 type paDevice struct {
-	dev *portaudio.DeviceInfo
+	dev *pa.DeviceInfo
 }
 
 func (d *paDevice) release() error { return paRelease() }
@@ -187,8 +189,8 @@ func (d *paDevice) open(rate, channels, framesPerBuffer int) (outputStream, stre
 	defer paLib.Unlock()
 	channels = min(channels, d.dev.MaxOutputChannels)
 	st := &paStream{}
-	params := portaudio.StreamParameters{
-		Output: portaudio.StreamDeviceParameters{
+	params := pa.StreamParameters{
+		Output: pa.StreamDeviceParameters{
 			Device:   d.dev,
 			Channels: channels,
 			// Speech is not interactive audio: a high-latency buffer rides
@@ -198,14 +200,14 @@ func (d *paDevice) open(rate, channels, framesPerBuffer int) (outputStream, stre
 		SampleRate:      float64(rate),
 		FramesPerBuffer: framesPerBuffer,
 	}
-	if err := portaudio.IsFormatSupported(params, &st.buf); err != nil {
+	if err := pa.IsFormatSupported(params, &st.buf); err != nil {
 		def := int(d.dev.DefaultSampleRate)
-		if def < MinRate || def > MaxRate || def == rate {
+		if def < audio.MinRate || def > audio.MaxRate || def == rate {
 			return nil, streamFormat{}, fmt.Errorf("%d Hz %d-channel int16 on %q: %w", rate, channels, d.dev.Name, err)
 		}
 		params.SampleRate = float64(def)
 	}
-	s, err := portaudio.OpenStream(params, &st.buf)
+	s, err := pa.OpenStream(params, &st.buf)
 	if err != nil {
 		return nil, streamFormat{}, fmt.Errorf("%.0f Hz %d-channel int16 on %q: %w", params.SampleRate, channels, d.dev.Name, err)
 	}
@@ -220,7 +222,7 @@ func (d *paDevice) open(rate, channels, framesPerBuffer int) (outputStream, stre
 // paStream wraps a blocking stream. The binding writes whatever slice buf
 // holds when Write is called, so buf is pointed at each chunk in turn.
 type paStream struct {
-	s   *portaudio.Stream
+	s   *pa.Stream
 	buf []int16
 }
 
@@ -232,7 +234,7 @@ func (p *paStream) write(samples []int16) error {
 	p.buf = nil
 	// An underflow only means the device played silence while we were
 	// synthesizing the next sentence: the gap is expected, not an error.
-	if errors.Is(err, portaudio.OutputUnderflowed) {
+	if errors.Is(err, pa.OutputUnderflowed) {
 		err = nil
 	}
 	return err

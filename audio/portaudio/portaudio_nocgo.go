@@ -1,12 +1,12 @@
 //go:build !cgo
 
-package audio
+package portaudio
 
 import "fmt"
 
-// OpenPortAudio fails with ErrUnsupported: PortAudio needs cgo. Rebuild
-// with CGO_ENABLED=1 (and portaudio19-dev installed), or use a WAVFileSink.
-func OpenPortAudio(opts *PortAudioOptions) (*PortAudioSink, error) {
+// Open fails with ErrUnsupported: PortAudio needs cgo. Rebuild
+// with CGO_ENABLED=1 (and portaudio19-dev installed), or use an audio.WAVFileSink.
+func Open(opts *Options) (*Sink, error) {
 	return nil, fmt.Errorf("open portaudio: %w", ErrUnsupported)
 }
 
