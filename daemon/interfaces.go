@@ -52,7 +52,11 @@ type Chunk struct {
 }
 
 // Engine synthesizes speech. Speak calls emit once per sentence, in order,
-// and emits sentence n before it synthesizes sentence n+1.
+// and emits sentence n before it synthesizes sentence n+1. It should wrap
+// ErrUnknownVoice for a voice it does not have, so that the failure event
+// says unknown_voice rather than synthesis. Voices is called at start and
+// on every discovery publish; the daemon takes the list as the truth for
+// validating voice names.
 type Engine interface {
 	Voices() []string
 	Speak(ctx context.Context, s Speech, emit func(Chunk) error) error

@@ -1,0 +1,658 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mynah-tts/mynah/quant/ort"
+)
+
+// Where the configuration comes from. The -config flag wins over
+// $MYNAH_CONFIG, which wins over DefaultConfigPath.
+const (
+	DefaultConfigPath = "/etc/mynah/mynahd.yaml"
+	EnvConfig         = "MYNAH_CONFIG"
+	// EnvMQTTPassword overrides mqtt.password_file, so a secret can come
+	// from a systemd drop-in's EnvironmentFile= or a container's secret
+	// environment instead of the config file, which must stay readable.
+	EnvMQTTPassword = "MYNAH_MQTT_PASSWORD"
+)
+
+// Limits on what the config file may contain.
+const (
+	// MaxConfigBytes bounds the config file; the documented example is
+	// about 6 KiB, so anything near this is not a config file.
+	MaxConfigBytes = 1 << 20
+	// MaxPasswordBytes bounds mqtt.password_file.
+	MaxPasswordBytes = 4 << 10
+	// MaxNodeLen bounds node: it appears in every topic and in Home
+	// Assistant's unique ids and entity ids.
+	MaxNodeLen = 32
+	// MaxQueueSize bounds queue.size; every queued request holds its text.
+	MaxQueueSize = 4096
+	maxPathLen   = 4096
+)
+
+// exitConfigError is the exit status for an unusable configuration
+// (EX_CONFIG from sysexits.h). The unit's RestartPreventExitStatus=78 keeps
+// systemd from restarting mynahd into the same mistake every two seconds.
+const exitConfigError = 78
+
+// errInvalidConfig is wrapped by every error of Validate (and by parse
+// errors of the file), so main can tell a bad config from a failure at run
+// time and exit with exitConfigError.
+var errInvalidConfig = errors.New("invalid config")
+
+// Config is mynahd's configuration file (YAML). This is the only type in the
+// project with YAML tags: the libraries take *Options, and main translates.
+// Every key is optional; DefaultConfig has the defaults, and
+// systemd/mynahd.yaml documents each key with its default.
+type Config struct {
+	// Node names this speaker: topics are mynah/<node>/..., Home Assistant
+	// ids are built from it. Lowercase letters, digits, "_" and "-", at most
+	// MaxNodeLen. Default "mynah".
+	Node string `yaml:"node"`
+
+	MQTT   MQTTConfig   `yaml:"mqtt"`
+	Voices VoicesConfig `yaml:"voices"`
+	ONNX   ONNXConfig   `yaml:"onnx"`
+	Audio  AudioConfig  `yaml:"audio"`
+	Queue  QueueConfig  `yaml:"queue"`
+
+	// WatchdogStall is how long one synthesis step or one audio write may
+	// block before mynahd stops its systemd watchdog pings (and systemd,
+	// WatchdogSec later, restarts it). Must exceed audio.write_timeout.
+	// Default 30s.
+	WatchdogStall time.Duration `yaml:"watchdog_stall"`
+
+	Log LogConfig `yaml:"log"`
+}
+
+// MQTTConfig is the mqtt section.
+type MQTTConfig struct {
+	// Broker is the broker URL: tcp://host:1883, ssl://host:8883 (or
+	// tls://), ws://host/path, wss://host/path. "" (the default) starts the
+	// embedded broker on EmbeddedListen and connects to it.
+	Broker string `yaml:"broker"`
+	// Username for the broker; "" sends none.
+	Username string `yaml:"username"`
+	// PasswordFile holds the password (trailing newline ignored, at most
+	// MaxPasswordBytes). $MYNAH_MQTT_PASSWORD overrides it. Default "".
+	PasswordFile string `yaml:"password_file"`
+	// ClientID must stay the same across restarts for the persistent
+	// session to deliver commands sent while mynahd was down. "" (default)
+	// means "mynahd-<node>".
+	ClientID string `yaml:"client_id"`
+	// Keepalive is the MQTT keepalive, whole seconds, 1s to 65535s.
+	// Default 30s.
+	Keepalive time.Duration `yaml:"keepalive"`
+	// CAFile, CertFile and KeyFile (PEM) are for ssl:// and wss:// brokers:
+	// CAFile replaces the system roots, CertFile+KeyFile is a client
+	// certificate. All default "".
+	CAFile   string `yaml:"ca_file"`
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// InsecureSkipVerify accepts any server certificate. Only for testing.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+	// DiscoveryPrefix is Home Assistant's discovery prefix. Default
+	// "homeassistant".
+	DiscoveryPrefix string `yaml:"discovery_prefix"`
+	// EmbeddedListen is where the embedded broker listens when Broker is
+	// "". Default 127.0.0.1:1883; port 0 picks a free port.
+	EmbeddedListen string `yaml:"embedded_listen"`
+}
+
+// VoicesConfig is the voices section.
+type VoicesConfig struct {
+	// Dir holds one directory per voice. Default /var/lib/mynah/voices
+	// (the unit's StateDirectory).
+	Dir string `yaml:"dir"`
+	// Default is the voice used when a request names none: a directory
+	// name inside Dir. "" (default) is the demo voice, which mynahd builds
+	// into <dir>/mynah-demo on first start.
+	Default string `yaml:"default"`
+}
+
+// ONNXConfig is the onnx section.
+type ONNXConfig struct {
+	// Library is the libonnxruntime path. "" (default) searches
+	// $MYNAH_ORT_LIB (set by the unit), the project's .ort/ and the system
+	// library directories.
+	Library string `yaml:"library"`
+	// Provider: auto (default), cpu, cuda or tensorrt.
+	Provider string `yaml:"provider"`
+	// Threads per operator; 0 (default) lets ONNX Runtime use one per core.
+	Threads int `yaml:"threads"`
+}
+
+// AudioConfig is the audio section.
+type AudioConfig struct {
+	// Device is the output device name (as `mynah devices` lists it); ""
+	// (default) is the system's default output. Two special values: "null"
+	// plays into nothing, "wav:PATH" writes everything spoken into one WAV
+	// file (complete when mynahd stops).
+	Device string `yaml:"device"`
+	// Volume from 0 to 1 at start; MQTT volume/set changes it. Default 1.
+	Volume float64 `yaml:"volume"`
+	// WriteTimeout bounds one write to the device, so a vanished USB sound
+	// card fails a request instead of hanging the daemon. Default 2s.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// SentenceSilence is the pause between sentences; 0 means none.
+	// Default 200ms.
+	SentenceSilence time.Duration `yaml:"sentence_silence"`
+	// Fallback is what happens when the device cannot be opened: ""
+	// (default) is an error at start (systemd retries), "null" plays into
+	// nothing and keeps serving MQTT (events still report every request),
+	// "wav:PATH" writes the speech into a WAV file instead.
+	Fallback string `yaml:"fallback"`
+}
+
+// QueueConfig is the queue section.
+type QueueConfig struct {
+	// Size is how many requests may wait; when full, the lowest-priority
+	// oldest one is rejected with an event. 1 to MaxQueueSize, default 32.
+	Size int `yaml:"size"`
+	// DefaultTTL applies to requests without their own ttl: one that could
+	// not start within it is dropped rather than spoken late. 1s to 24h,
+	// default 60s.
+	DefaultTTL time.Duration `yaml:"default_ttl"`
+}
+
+// LogConfig is the log section.
+type LogConfig struct {
+	// Level: debug, info (default), warn or error.
+	Level string `yaml:"level"`
+	// Format: auto (default), text, json or journal. auto is journal when
+	// standard error is connected to the journal ($JOURNAL_STREAM), text
+	// otherwise. journal is "level=… msg=…" without a timestamp (the
+	// journal adds its own) and with a priority prefix journald reads, so
+	// `journalctl -p warning` works; text adds the time.
+	Format string `yaml:"format"`
+}
+
+// DefaultConfig returns the configuration used for every key the file
+// leaves out.
+func DefaultConfig() Config {
+	return Config{
+		Node: "mynah",
+		MQTT: MQTTConfig{
+			Keepalive:       30 * time.Second,
+			DiscoveryPrefix: "homeassistant",
+			EmbeddedListen:  "127.0.0.1:1883",
+		},
+		Voices: VoicesConfig{Dir: "/var/lib/mynah/voices"},
+		ONNX:   ONNXConfig{Provider: string(ort.ProviderAuto)},
+		Audio: AudioConfig{
+			Volume:          1,
+			WriteTimeout:    2 * time.Second,
+			SentenceSilence: 200 * time.Millisecond,
+		},
+		Queue:         QueueConfig{Size: 32, DefaultTTL: 60 * time.Second},
+		WatchdogStall: 30 * time.Second,
+		Log:           LogConfig{Level: "info", Format: "auto"},
+	}
+}
+
+// ConfigPath returns the config file to read: flagValue if not empty, else
+// $MYNAH_CONFIG if set, else DefaultConfigPath. explicit reports whether
+// the user named the file (then a missing file is an error).
+func ConfigPath(flagValue string) (path string, explicit bool) {
+	if flagValue != "" {
+		return flagValue, true
+	}
+	if p := os.Getenv(EnvConfig); p != "" {
+		return p, true
+	}
+	return DefaultConfigPath, false
+}
+
+// LoadConfigFromFlag resolves the path with ConfigPath, loads and validates
+// the file. A missing file at the default path means defaults: mynahd runs
+// on a fresh machine without one. It returns the path it used.
+func LoadConfigFromFlag(flagValue string) (Config, string, error) {
+	path, explicit := ConfigPath(flagValue)
+	cfg, err := LoadConfig(path)
+	if errors.Is(err, fs.ErrNotExist) && !explicit {
+		cfg, err = DefaultConfig(), nil
+	}
+	if err != nil {
+		return Config{}, path, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, path, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, path, nil
+}
+
+// LoadConfig reads and parses the file at path (at most MaxConfigBytes). It
+// does not validate. A missing file is an error wrapping fs.ErrNotExist.
+func LoadConfig(path string) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	if err != nil {
+		return Config{}, fmt.Errorf("read config %s: %w", path, err)
+	}
+	if len(data) > MaxConfigBytes {
+		return Config{}, fmt.Errorf("config %s: larger than %d bytes (MaxConfigBytes): %w",
+			path, MaxConfigBytes, errInvalidConfig)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ParseConfig parses YAML over DefaultConfig: absent and null keys keep
+// their defaults, an empty document is all defaults. Unknown keys,
+// duplicate keys, wrong types, durations without a unit and a second
+// document are errors. It does not validate values.
+func ParseConfig(data []byte) (Config, error) {
+	cfg := DefaultConfig()
+	if len(data) > MaxConfigBytes {
+		return cfg, fmt.Errorf("larger than %d bytes (MaxConfigBytes): %w", MaxConfigBytes, errInvalidConfig)
+	}
+	// First pass: the tree, to name unknown keys by their path (yaml.v3's
+	// own message names a Go type) and to catch "30" where a duration
+	// belongs, which yaml.v3 reports without saying that a unit is missing.
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return cfg, nil // empty file or only comments
+		}
+		return cfg, fmt.Errorf("%w: %w", errInvalidConfig, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return cfg, fmt.Errorf("more than one YAML document (---): %w", errInvalidConfig)
+	}
+	if err := checkKeys(&root, reflect.TypeOf(cfg), ""); err != nil {
+		return cfg, err
+	}
+	strict := yaml.NewDecoder(bytes.NewReader(data))
+	strict.KnownFields(true)
+	if err := strict.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return DefaultConfig(), fmt.Errorf("%w: %w", errInvalidConfig, err)
+	}
+	return cfg, nil
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// checkKeys walks n alongside the struct type t and reports the first key t
+// has no field for, a repeated key, a section that is not a mapping, a
+// value that is not a single value, and a duration written as a bare
+// number. Besides better messages, it keeps yaml.v3's decoder from ever
+// seeing a large mapping: its duplicate-key check is quadratic and builds
+// one message per pair, seconds of CPU for a few thousand repeated keys.
+func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return nil
+		}
+		return checkKeys(n.Content[0], t, path)
+	}
+	where := path
+	if where == "" {
+		where = "config"
+	}
+	if n.Kind == yaml.AliasNode || n.ShortTag() == "!!null" {
+		return nil // aliases point at nodes checked where they are defined
+	}
+	if t.Kind() != reflect.Struct || t == durationType {
+		if n.Kind != yaml.ScalarNode {
+			return fmt.Errorf("%s: expected a single value, found %s (line %d): %w",
+				where, kindName(n.Kind), n.Line, errInvalidConfig)
+		}
+		if t == durationType && (n.ShortTag() == "!!int" || n.ShortTag() == "!!float") {
+			return fmt.Errorf("%s: %q has no unit; write a duration such as \"30s\" or \"200ms\" (line %d): %w",
+				where, n.Value, n.Line, errInvalidConfig)
+		}
+		return nil // wrong scalar types are left to the decoder's message
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("%s: expected a mapping of keys, found %s (line %d): %w",
+			where, kindName(n.Kind), n.Line, errInvalidConfig)
+	}
+	fields := map[string]reflect.Type{}
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		fields[name] = f.Type
+		names = append(names, name)
+	}
+	seen := map[string]int{} // key → line
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		ft, ok := fields[k.Value]
+		if !ok || k.Kind != yaml.ScalarNode {
+			sort.Strings(names)
+			return fmt.Errorf("%s: unknown key (line %d); known keys here: %s: %w",
+				joinPath(path, k.Value), k.Line, strings.Join(names, ", "), errInvalidConfig)
+		}
+		if line, dup := seen[k.Value]; dup {
+			return fmt.Errorf("%s: key repeated (lines %d and %d): %w",
+				joinPath(path, k.Value), line, k.Line, errInvalidConfig)
+		}
+		seen[k.Value] = k.Line
+		if err := checkKeys(v, ft, joinPath(path, k.Value)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func kindName(k yaml.Kind) string {
+	switch k {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return "a single value"
+	}
+	return "something else"
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// fieldError is one problem found by Validate, named by its YAML path.
+type fieldError struct {
+	Field   string // e.g. "mqtt.broker"
+	Problem string
+}
+
+func (e *fieldError) Error() string        { return e.Field + ": " + e.Problem }
+func (e *fieldError) Is(target error) bool { return target == errInvalidConfig }
+
+var (
+	nodePattern  = regexp.MustCompile(`^[a-z0-9_-]+$`)
+	voicePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+)
+
+const maxVoiceNameLen = 64
+
+// Validate checks every field and returns all problems at once (joined),
+// each naming its field, e.g.
+// `mqtt.broker: scheme "ftp" not supported (tcp, ssl, tls, ws, wss)`.
+// Every error wraps errInvalidConfig. It reads no files.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &fieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
+	}
+
+	switch {
+	case c.Node == "":
+		bad("node", "must not be empty")
+	case len(c.Node) > MaxNodeLen:
+		bad("node", "%d characters; at most %d (MaxNodeLen)", len(c.Node), MaxNodeLen)
+	case !nodePattern.MatchString(c.Node):
+		bad("node", "%q: use only lowercase letters, digits, '_' and '-' (it is part of MQTT topics and Home Assistant ids)", c.Node)
+	}
+
+	c.MQTT.validate(bad)
+
+	if c.Voices.Dir == "" {
+		bad("voices.dir", "must not be empty")
+	} else {
+		checkPath(bad, "voices.dir", c.Voices.Dir)
+	}
+	if v := c.Voices.Default; v != "" {
+		switch {
+		case len(v) > maxVoiceNameLen:
+			bad("voices.default", "%d characters; at most %d", len(v), maxVoiceNameLen)
+		case !voicePattern.MatchString(v):
+			bad("voices.default", "%q is not a voice name: a directory name inside voices.dir (letters, digits, '.', '_', '-'; no '/')", v)
+		}
+	}
+
+	checkPath(bad, "onnx.library", c.ONNX.Library)
+	switch ort.Provider(c.ONNX.Provider) {
+	case ort.ProviderAuto, ort.ProviderCPU, ort.ProviderCUDA, ort.ProviderTensorRT:
+	default:
+		bad("onnx.provider", "%q not supported (auto, cpu, cuda, tensorrt)", c.ONNX.Provider)
+	}
+	if c.ONNX.Threads < 0 || c.ONNX.Threads > ort.MaxThreads {
+		bad("onnx.threads", "%d out of range (0 to %d; 0 lets ONNX Runtime choose)", c.ONNX.Threads, ort.MaxThreads)
+	}
+
+	a := c.Audio
+	if len(a.Device) > 256 || strings.ContainsFunc(a.Device, isControl) {
+		bad("audio.device", "not a device name (at most 256 printable characters)")
+	}
+	if !(a.Volume >= 0 && a.Volume <= 1) { // also rejects NaN
+		bad("audio.volume", "%v out of range (0 to 1)", a.Volume)
+	}
+	checkDuration(bad, "audio.write_timeout", a.WriteTimeout, 10*time.Millisecond, time.Minute)
+	checkDuration(bad, "audio.sentence_silence", a.SentenceSilence, 0, 5*time.Second)
+	if a.Fallback != "" && a.Fallback != "null" && !isWAVOutput(a.Fallback) {
+		bad("audio.fallback", "%q not supported (\"\" to fail without a device, \"null\" to play into nothing, \"wav:PATH\" for a file)", a.Fallback)
+	}
+	for field, v := range map[string]string{"audio.device": a.Device, "audio.fallback": a.Fallback} {
+		if strings.HasPrefix(v, "wav:") && !isWAVOutput(v) {
+			bad(field, "%q: wav: needs an absolute path ending in .wav", v)
+		}
+	}
+
+	if c.Queue.Size < 1 || c.Queue.Size > MaxQueueSize {
+		bad("queue.size", "%d out of range (1 to %d)", c.Queue.Size, MaxQueueSize)
+	}
+	checkDuration(bad, "queue.default_ttl", c.Queue.DefaultTTL, time.Second, 24*time.Hour)
+
+	if checkDuration(bad, "watchdog_stall", c.WatchdogStall, time.Second, time.Hour) &&
+		c.WatchdogStall <= a.WriteTimeout {
+		bad("watchdog_stall", "%v must exceed audio.write_timeout (%v), or a timed-out write looks like a stuck daemon",
+			c.WatchdogStall, a.WriteTimeout)
+	}
+
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "%q not supported (debug, info, warn, error)", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "auto", "text", "json", "journal":
+	default:
+		bad("log.format", "%q not supported (auto, text, json, journal)", c.Log.Format)
+	}
+	return errors.Join(errs...)
+}
+
+var brokerSchemes = []string{"tcp", "ssl", "tls", "ws", "wss"}
+
+func (m MQTTConfig) validate(bad func(field, format string, args ...any)) {
+	tlsBroker := false
+	if m.Broker == "" {
+		if m.EmbeddedListen == "" {
+			bad("mqtt.embedded_listen", "must not be empty when mqtt.broker is empty (the embedded broker listens there)")
+		}
+	} else if u, err := url.Parse(m.Broker); err != nil {
+		bad("mqtt.broker", "not a URL (e.g. tcp://broker.local:1883): %v", err)
+	} else {
+		switch {
+		case !slices.Contains(brokerSchemes, u.Scheme):
+			bad("mqtt.broker", "scheme %q not supported (%s)", u.Scheme, strings.Join(brokerSchemes, ", "))
+		case u.Hostname() == "":
+			bad("mqtt.broker", "%q has no host (e.g. tcp://broker.local:1883)", m.Broker)
+		case u.User != nil:
+			bad("mqtt.broker", "credentials in the URL; use mqtt.username and mqtt.password_file")
+		case (u.Scheme == "tcp" || u.Scheme == "ssl" || u.Scheme == "tls") && u.Port() == "":
+			bad("mqtt.broker", "%q has no port (1883 for tcp, 8883 for ssl)", m.Broker)
+		case u.Port() != "" && !validPort(u.Port(), false):
+			bad("mqtt.broker", "port %q out of range (1 to 65535)", u.Port())
+		}
+		tlsBroker = u.Scheme == "ssl" || u.Scheme == "tls" || u.Scheme == "wss"
+	}
+	if m.EmbeddedListen != "" {
+		host, port, err := net.SplitHostPort(m.EmbeddedListen)
+		switch {
+		case err != nil:
+			bad("mqtt.embedded_listen", "%q is not host:port (e.g. 127.0.0.1:1883)", m.EmbeddedListen)
+		case host != "" && net.ParseIP(host) == nil && host != "localhost":
+			bad("mqtt.embedded_listen", "host %q is not an IP address or localhost", host)
+		case !validPort(port, true):
+			bad("mqtt.embedded_listen", "port %q out of range (0 to 65535)", port)
+		}
+	}
+	if len(m.Username) > 256 || strings.ContainsFunc(m.Username, isControl) {
+		bad("mqtt.username", "not a user name (at most 256 printable characters)")
+	}
+	checkPath(bad, "mqtt.password_file", m.PasswordFile)
+	if len(m.ClientID) > 128 || strings.ContainsFunc(m.ClientID, isControl) || strings.ContainsRune(m.ClientID, ' ') {
+		bad("mqtt.client_id", "at most 128 printable characters without spaces")
+	}
+	if checkDuration(bad, "mqtt.keepalive", m.Keepalive, time.Second, 65535*time.Second) &&
+		m.Keepalive%time.Second != 0 {
+		bad("mqtt.keepalive", "%v is not whole seconds (MQTT counts keepalive in seconds)", m.Keepalive)
+	}
+	for _, f := range []struct{ name, value string }{
+		{"mqtt.ca_file", m.CAFile}, {"mqtt.cert_file", m.CertFile}, {"mqtt.key_file", m.KeyFile},
+	} {
+		checkPath(bad, f.name, f.value)
+		if f.value != "" && !tlsBroker {
+			bad(f.name, "set, but mqtt.broker is not ssl://, tls:// or wss://")
+		}
+	}
+	if (m.CertFile == "") != (m.KeyFile == "") {
+		bad("mqtt.cert_file", "a client certificate needs both mqtt.cert_file and mqtt.key_file")
+	}
+	if m.InsecureSkipVerify && !tlsBroker {
+		bad("mqtt.insecure_skip_verify", "set, but mqtt.broker is not ssl://, tls:// or wss://")
+	}
+	p := m.DiscoveryPrefix
+	switch {
+	case p == "":
+		bad("mqtt.discovery_prefix", "must not be empty (Home Assistant's default is homeassistant)")
+	case len(p) > 64:
+		bad("mqtt.discovery_prefix", "%d characters; at most 64", len(p))
+	case strings.ContainsAny(p, "+#") || strings.ContainsFunc(p, isControl):
+		bad("mqtt.discovery_prefix", "%q: MQTT wildcards and control characters are not allowed in a topic", p)
+	case strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.Contains(p, "//"):
+		bad("mqtt.discovery_prefix", "%q has an empty topic level", p)
+	}
+}
+
+// ClientID is mqtt.client_id, or "mynahd-<node>" when that is empty.
+func (c Config) ClientID() string {
+	if c.MQTT.ClientID != "" {
+		return c.MQTT.ClientID
+	}
+	return "mynahd-" + c.Node
+}
+
+// MQTTPassword returns the broker password: $MYNAH_MQTT_PASSWORD if set
+// and not empty, else the contents of mqtt.password_file with surrounding
+// whitespace trimmed, else "". The file is limited to MaxPasswordBytes.
+// Call it at start (and in -check-config) so an unreadable file is reported
+// before anything connects.
+func (c Config) MQTTPassword() (string, error) {
+	pw := os.Getenv(EnvMQTTPassword)
+	source := "$" + EnvMQTTPassword
+	if pw == "" && c.MQTT.PasswordFile != "" {
+		var err error
+		pw, err = readSecret(c.MQTT.PasswordFile)
+		if err != nil {
+			return "", fmt.Errorf("mqtt.password_file: %w", err)
+		}
+		source = "mqtt.password_file"
+	}
+	if pw != "" && c.MQTT.Username == "" {
+		// MQTT 3.1.1 (section 3.1.2.9) forbids a password without a user name.
+		return "", fmt.Errorf("%s: a password needs mqtt.username: %w", source, errInvalidConfig)
+	}
+	return pw, nil
+}
+
+func readSecret(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%w (under systemd, give it to the service with LoadCredential=)", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return "", err
+	} else if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxPasswordBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > MaxPasswordBytes {
+		return "", fmt.Errorf("%s is larger than %d bytes (MaxPasswordBytes)", path, MaxPasswordBytes)
+	}
+	pw := strings.TrimSpace(string(data))
+	if pw == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return pw, nil
+}
+
+// checkDuration reports d outside [lo, hi] and returns whether d was fine.
+func checkDuration(bad func(field, format string, args ...any), field string, d, lo, hi time.Duration) bool {
+	if d < lo || d > hi {
+		bad(field, "%v out of range (%v to %v)", d, lo, hi)
+		return false
+	}
+	return true
+}
+
+func checkPath(bad func(field, format string, args ...any), field, p string) {
+	switch {
+	case len(p) > maxPathLen:
+		bad(field, "path longer than %d bytes", maxPathLen)
+	case strings.ContainsRune(p, 0):
+		bad(field, "path contains a NUL byte")
+	}
+}
+
+func validPort(s string, zeroOK bool) bool {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return false
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n > math.MaxUint16 {
+		return false
+	}
+	return n > 0 || (zeroOK && n == 0)
+}
+
+// isWAVOutput reports whether v is "wav:" followed by an absolute .wav path.
+func isWAVOutput(v string) bool {
+	p, ok := strings.CutPrefix(v, "wav:")
+	return ok && filepath.IsAbs(p) && strings.HasSuffix(p, ".wav")
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

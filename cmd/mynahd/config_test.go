@@ -1,0 +1,526 @@
+package main
+
+import (
+	"errors"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// exampleConfig is the documented example installed to /etc/mynah.
+const exampleConfig = "../../systemd/mynahd.yaml"
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("DefaultConfig().Validate() = %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		field  string // the YAML path the error must name
+		change func(*Config)
+	}{
+		{"node", func(c *Config) { c.Node = "" }},
+		{"node", func(c *Config) { c.Node = "Kitchen" }},
+		{"node", func(c *Config) { c.Node = "a/b" }},
+		{"node", func(c *Config) { c.Node = "+" }},
+		{"node", func(c *Config) { c.Node = strings.Repeat("a", MaxNodeLen+1) }},
+		{"mqtt.broker", func(c *Config) { c.MQTT.Broker = "ftp://host:21" }},
+		{"mqtt.broker", func(c *Config) { c.MQTT.Broker = "tcp://:1883" }},
+		{"mqtt.broker", func(c *Config) { c.MQTT.Broker = "tcp://host" }},
+		{"mqtt.broker", func(c *Config) { c.MQTT.Broker = "tcp://host:99999" }},
+		{"mqtt.broker", func(c *Config) { c.MQTT.Broker = "tcp://user:secret@host:1883" }},
+		{"mqtt.broker", func(c *Config) { c.MQTT.Broker = "broker.local:1883" }},
+		{"mqtt.broker", func(c *Config) { c.MQTT.Broker = "tcp://host:1883\x00" }},
+		{"mqtt.username", func(c *Config) { c.MQTT.Username = "a\nb" }},
+		{"mqtt.password_file", func(c *Config) { c.MQTT.PasswordFile = "/etc/\x00pw" }},
+		{"mqtt.client_id", func(c *Config) { c.MQTT.ClientID = "has space" }},
+		{"mqtt.client_id", func(c *Config) { c.MQTT.ClientID = strings.Repeat("x", 129) }},
+		{"mqtt.keepalive", func(c *Config) { c.MQTT.Keepalive = 0 }},
+		{"mqtt.keepalive", func(c *Config) { c.MQTT.Keepalive = 1500 * time.Millisecond }},
+		{"mqtt.keepalive", func(c *Config) { c.MQTT.Keepalive = 65536 * time.Second }},
+		{"mqtt.ca_file", func(c *Config) { c.MQTT.Broker = "tcp://h:1883"; c.MQTT.CAFile = "/ca.pem" }},
+		{"mqtt.ca_file", func(c *Config) { c.MQTT.CAFile = "/ca.pem" }}, // embedded broker has no TLS
+		{"mqtt.cert_file", func(c *Config) { c.MQTT.Broker = "ssl://h:8883"; c.MQTT.CertFile = "/c.pem" }},
+		{"mqtt.key_file", func(c *Config) { c.MQTT.Broker = "ws://h/mqtt"; c.MQTT.KeyFile = "/k.pem" }},
+		{"mqtt.insecure_skip_verify", func(c *Config) { c.MQTT.InsecureSkipVerify = true }},
+		{"mqtt.discovery_prefix", func(c *Config) { c.MQTT.DiscoveryPrefix = "" }},
+		{"mqtt.discovery_prefix", func(c *Config) { c.MQTT.DiscoveryPrefix = "home/#" }},
+		{"mqtt.discovery_prefix", func(c *Config) { c.MQTT.DiscoveryPrefix = "ha/" }},
+		{"mqtt.discovery_prefix", func(c *Config) { c.MQTT.DiscoveryPrefix = strings.Repeat("h", 65) }},
+		{"mqtt.embedded_listen", func(c *Config) { c.MQTT.EmbeddedListen = "" }},
+		{"mqtt.embedded_listen", func(c *Config) { c.MQTT.EmbeddedListen = "1883" }},
+		{"mqtt.embedded_listen", func(c *Config) { c.MQTT.EmbeddedListen = "127.0.0.1:70000" }},
+		{"mqtt.embedded_listen", func(c *Config) { c.MQTT.EmbeddedListen = "127.0.0.1:+80" }},
+		{"mqtt.embedded_listen", func(c *Config) { c.MQTT.EmbeddedListen = "example.com:1883" }},
+		{"voices.dir", func(c *Config) { c.Voices.Dir = "" }},
+		{"voices.dir", func(c *Config) { c.Voices.Dir = strings.Repeat("d", maxPathLen+1) }},
+		{"voices.default", func(c *Config) { c.Voices.Default = "../etc" }},
+		{"voices.default", func(c *Config) { c.Voices.Default = "/abs/voice" }},
+		{"voices.default", func(c *Config) { c.Voices.Default = ".hidden" }},
+		{"voices.default", func(c *Config) { c.Voices.Default = "a+b" }},
+		{"voices.default", func(c *Config) { c.Voices.Default = strings.Repeat("v", 65) }},
+		{"onnx.library", func(c *Config) { c.ONNX.Library = "lib\x00.so" }},
+		{"onnx.provider", func(c *Config) { c.ONNX.Provider = "rocm" }},
+		{"onnx.provider", func(c *Config) { c.ONNX.Provider = "" }},
+		{"onnx.threads", func(c *Config) { c.ONNX.Threads = -1 }},
+		{"onnx.threads", func(c *Config) { c.ONNX.Threads = 100000 }},
+		{"audio.device", func(c *Config) { c.Audio.Device = "hw:0\x00" }},
+		{"audio.volume", func(c *Config) { c.Audio.Volume = -0.1 }},
+		{"audio.volume", func(c *Config) { c.Audio.Volume = 1.5 }},
+		{"audio.volume", func(c *Config) { c.Audio.Volume = math.NaN() }},
+		{"audio.volume", func(c *Config) { c.Audio.Volume = math.Inf(1) }},
+		{"audio.write_timeout", func(c *Config) { c.Audio.WriteTimeout = 0 }},
+		{"audio.write_timeout", func(c *Config) { c.Audio.WriteTimeout = time.Hour }},
+		{"audio.sentence_silence", func(c *Config) { c.Audio.SentenceSilence = -time.Second }},
+		{"audio.sentence_silence", func(c *Config) { c.Audio.SentenceSilence = time.Minute }},
+		{"audio.fallback", func(c *Config) { c.Audio.Fallback = "wav" }},
+		{"queue.size", func(c *Config) { c.Queue.Size = 0 }},
+		{"queue.size", func(c *Config) { c.Queue.Size = MaxQueueSize + 1 }},
+		{"queue.default_ttl", func(c *Config) { c.Queue.DefaultTTL = 0 }},
+		{"queue.default_ttl", func(c *Config) { c.Queue.DefaultTTL = 25 * time.Hour }},
+		{"watchdog_stall", func(c *Config) { c.WatchdogStall = 0 }},
+		{"watchdog_stall", func(c *Config) { c.WatchdogStall = 2 * time.Hour }},
+		{"watchdog_stall", func(c *Config) { c.WatchdogStall = 2 * time.Second }}, // = audio.write_timeout
+		{"log.level", func(c *Config) { c.Log.Level = "trace" }},
+		{"log.level", func(c *Config) { c.Log.Level = "INFO" }},
+		{"log.format", func(c *Config) { c.Log.Format = "xml" }},
+	}
+	for _, tt := range tests {
+		c := DefaultConfig()
+		tt.change(&c)
+		err := c.Validate()
+		if err == nil {
+			t.Errorf("%s: %+v: Validate() = nil, want an error", tt.field, c)
+			continue
+		}
+		if !errors.Is(err, errInvalidConfig) {
+			t.Errorf("%s: error %q does not wrap errInvalidConfig", tt.field, err)
+		}
+		var fe *fieldError
+		if !errors.As(err, &fe) || fe.Field != tt.field || !strings.HasPrefix(err.Error(), tt.field+": ") {
+			t.Errorf("%s: error %q does not name the field first", tt.field, err)
+		}
+	}
+}
+
+func TestValidateAccepts(t *testing.T) {
+	tests := []func(*Config){
+		func(c *Config) { c.MQTT.Broker = "tcp://broker.local:1883" },
+		func(c *Config) { c.MQTT.Broker = "tcp://[::1]:1883" },
+		func(c *Config) {
+			c.MQTT.Broker = "ssl://broker:8883"
+			c.MQTT.CAFile, c.MQTT.CertFile, c.MQTT.KeyFile = "/ca", "/crt", "/key"
+			c.MQTT.InsecureSkipVerify = true
+		},
+		func(c *Config) { c.MQTT.Broker = "wss://ha.local/mqtt"; c.MQTT.CAFile = "/ca" },
+		func(c *Config) { c.MQTT.Broker = "ws://ha.local:8080/mqtt"; c.MQTT.EmbeddedListen = "" },
+		func(c *Config) { c.MQTT.EmbeddedListen = "127.0.0.1:0" },
+		func(c *Config) { c.MQTT.EmbeddedListen = ":1883" },
+		func(c *Config) { c.MQTT.EmbeddedListen = "localhost:1883" },
+		func(c *Config) { c.MQTT.DiscoveryPrefix = "ha/discovery" },
+		func(c *Config) { c.Node = "living-room_2"; c.MQTT.ClientID = "speaker-42" },
+		func(c *Config) { c.Voices.Default = "en_US-lessac-medium" },
+		func(c *Config) { c.ONNX.Provider, c.ONNX.Threads = "tensorrt", 2 },
+		func(c *Config) { c.Audio.Volume, c.Audio.SentenceSilence, c.Audio.Fallback = 0, 0, "null" },
+		func(c *Config) { c.Queue.Size, c.Queue.DefaultTTL = MaxQueueSize, time.Second },
+		func(c *Config) { c.Log.Level, c.Log.Format = "debug", "journal" },
+	}
+	for i, change := range tests {
+		c := DefaultConfig()
+		change(&c)
+		if err := c.Validate(); err != nil {
+			t.Errorf("case %d: Validate() = %v", i, err)
+		}
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := DefaultConfig()
+	c.Node, c.Queue.Size, c.Log.Format = "", 0, "xml"
+	err := c.Validate()
+	for _, field := range []string{"node: ", "queue.size: ", "log.format: "} {
+		if err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("Validate() = %v, want it to name %q", err, field)
+		}
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want func(*Config) // nil: expect an error
+		msg  string        // part of the expected error
+	}{
+		{"empty", "", func(*Config) {}, ""},
+		{"only comments", "# nothing\n", func(*Config) {}, ""},
+		{"null sections keep defaults", "mqtt:\nvoices:\n  dir:\n", func(*Config) {}, ""},
+		{"values", "node: kitchen\nmqtt:\n  broker: tcp://b:1883\n  keepalive: 1m\naudio:\n  volume: 0.5\n  sentence_silence: 0s\n",
+			func(c *Config) {
+				c.Node, c.MQTT.Broker, c.MQTT.Keepalive = "kitchen", "tcp://b:1883", time.Minute
+				c.Audio.Volume, c.Audio.SentenceSilence = 0.5, 0
+			}, ""},
+		{"flow style", "queue: {size: 8, default_ttl: 5s}\n", func(c *Config) { c.Queue.Size, c.Queue.DefaultTTL = 8, 5*time.Second }, ""},
+		{"unknown top-level key", "nodes: x\n", nil, `nodes: unknown key (line 1)`},
+		{"unknown nested key", "mqtt:\n  brokr: tcp://b:1883\n", nil, `mqtt.brokr: unknown key (line 2); known keys here: broker, ca_file`},
+		{"unknown key in alias", "x: &a {size: 1, bogus: 2}\n", nil, "x: unknown key"},
+		{"duplicate key", "node: a\nnode: b\n", nil, "node: key repeated (lines 1 and 2)"},
+		{"duplicate nested key", "mqtt:\n  broker: a\n  broker: b\n", nil, "mqtt.broker: key repeated"},
+		{"duplicate key in a value", "node: {a: 1, a: 2}\n", nil, "node: expected a single value, found a mapping"},
+		{"duration without unit", "queue:\n  default_ttl: 60\n", nil, `queue.default_ttl: "60" has no unit`},
+		{"duration float", "watchdog_stall: 1.5\n", nil, `watchdog_stall: "1.5" has no unit`},
+		{"bad duration", "mqtt:\n  keepalive: soon\n", nil, "cannot unmarshal"},
+		{"wrong type string", "queue:\n  size: many\n", nil, "cannot unmarshal"},
+		{"wrong type map", "node: {a: 1}\n", nil, "node: expected a single value, found a mapping (line 1)"},
+		{"wrong type seq", "mqtt: [1, 2]\n", nil, "mqtt: expected a mapping of keys, found a list (line 1)"},
+		{"duration as map", "watchdog_stall: {s: 1}\n", nil, "watchdog_stall: expected a single value"},
+		{"not a mapping", "just text\n", nil, "config: expected a mapping of keys, found a single value"},
+		{"alias to a section", "mqtt: &m {broker: \"\"}\nvoices: *m\n", nil, "field broker not found"},
+		{"alias to a value", "mqtt: {client_id: &id x}\nnode: *id\n", func(c *Config) { c.MQTT.ClientID, c.Node = "x", "x" }, ""},
+		{"overflow float", "audio:\n  volume: 1e309\n", nil, "cannot unmarshal"},
+		{"invalid yaml", "node: [unclosed\n", nil, "yaml:"},
+		{"tab indent", "mqtt:\n\tbroker: x\n", nil, "yaml:"},
+		{"two documents", "node: a\n---\nnode: b\n", nil, "more than one YAML document"},
+	}
+	for _, tt := range tests {
+		got, err := ParseConfig([]byte(tt.yaml))
+		if tt.want == nil {
+			if err == nil {
+				t.Errorf("%s: ParseConfig = %+v, want an error containing %q", tt.name, got, tt.msg)
+			} else if !strings.Contains(err.Error(), tt.msg) || !errors.Is(err, errInvalidConfig) {
+				t.Errorf("%s: error %q, want one containing %q and wrapping errInvalidConfig", tt.name, err, tt.msg)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: ParseConfig: %v", tt.name, err)
+			continue
+		}
+		want := DefaultConfig()
+		tt.want(&want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: ParseConfig =\n%+v\nwant\n%+v", tt.name, got, want)
+		}
+	}
+}
+
+func TestParseConfigNaNVolumeFailsValidation(t *testing.T) {
+	c, err := ParseConfig([]byte("audio:\n  volume: .nan\n"))
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "audio.volume: ") {
+		t.Fatalf("Validate() = %v, want an audio.volume error", err)
+	}
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadConfig(t *testing.T) {
+	t.Run("file", func(t *testing.T) {
+		c, err := LoadConfig(writeFile(t, "c.yaml", "node: porch\n"))
+		if err != nil || c.Node != "porch" {
+			t.Fatalf("LoadConfig = %+v, %v", c, err)
+		}
+	})
+	t.Run("empty file is defaults", func(t *testing.T) {
+		c, err := LoadConfig(writeFile(t, "c.yaml", ""))
+		if err != nil || !reflect.DeepEqual(c, DefaultConfig()) {
+			t.Fatalf("LoadConfig = %+v, %v", c, err)
+		}
+	})
+	t.Run("oversized", func(t *testing.T) {
+		big := "# " + strings.Repeat("x", MaxConfigBytes) + "\n"
+		_, err := LoadConfig(writeFile(t, "c.yaml", big))
+		if err == nil || !strings.Contains(err.Error(), "MaxConfigBytes") || !errors.Is(err, errInvalidConfig) {
+			t.Fatalf("LoadConfig(oversized) = %v, want an error naming MaxConfigBytes", err)
+		}
+	})
+	t.Run("at the limit", func(t *testing.T) {
+		body := "node: edge\n"
+		body += "#" + strings.Repeat("x", MaxConfigBytes-len(body)-2) + "\n"
+		if len(body) != MaxConfigBytes {
+			t.Fatalf("test body is %d bytes", len(body))
+		}
+		if c, err := LoadConfig(writeFile(t, "c.yaml", body)); err != nil || c.Node != "edge" {
+			t.Fatalf("LoadConfig = %+v, %v", c, err)
+		}
+	})
+	t.Run("missing", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "none.yaml")
+		_, err := LoadConfig(p)
+		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), p) {
+			t.Fatalf("LoadConfig(missing) = %v, want fs.ErrNotExist naming the path", err)
+		}
+	})
+	t.Run("error names the file", func(t *testing.T) {
+		p := writeFile(t, "c.yaml", "bogus: 1\n")
+		if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), p) {
+			t.Fatalf("LoadConfig = %v, want an error naming %s", err, p)
+		}
+	})
+	t.Run("directory", func(t *testing.T) {
+		if _, err := LoadConfig(t.TempDir()); err == nil {
+			t.Fatal("LoadConfig(directory) = nil error")
+		}
+	})
+}
+
+func TestConfigPath(t *testing.T) {
+	t.Setenv(EnvConfig, "")
+	if p, explicit := ConfigPath(""); p != DefaultConfigPath || explicit {
+		t.Errorf("ConfigPath(\"\") = %q, %v; want the default, not explicit", p, explicit)
+	}
+	t.Setenv(EnvConfig, "/env/mynahd.yaml")
+	if p, explicit := ConfigPath(""); p != "/env/mynahd.yaml" || !explicit {
+		t.Errorf("with $%s: ConfigPath = %q, %v", EnvConfig, p, explicit)
+	}
+	if p, explicit := ConfigPath("/flag.yaml"); p != "/flag.yaml" || !explicit {
+		t.Errorf("flag over env: ConfigPath = %q, %v", p, explicit)
+	}
+}
+
+func TestLoadConfigFromFlag(t *testing.T) {
+	t.Setenv(EnvConfig, "")
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	if _, _, err := LoadConfigFromFlag(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("explicit missing file: err = %v, want fs.ErrNotExist", err)
+	}
+	t.Setenv(EnvConfig, missing)
+	if _, _, err := LoadConfigFromFlag(""); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing $%s file: err = %v, want fs.ErrNotExist", EnvConfig, err)
+	}
+	p := writeFile(t, "bad.yaml", "queue:\n  size: 0\n")
+	if _, _, err := LoadConfigFromFlag(p); err == nil || !errors.Is(err, errInvalidConfig) ||
+		!strings.Contains(err.Error(), "queue.size: ") || !strings.Contains(err.Error(), p) {
+		t.Errorf("invalid file: err = %v, want queue.size and the path", err)
+	}
+	p = writeFile(t, "ok.yaml", "node: hall\n")
+	if c, used, err := LoadConfigFromFlag(p); err != nil || used != p || c.Node != "hall" {
+		t.Errorf("LoadConfigFromFlag = %+v, %q, %v", c, used, err)
+	}
+	// The default path's missing-means-defaults rule cannot be exercised
+	// without writing to /etc; TestConfigPath covers the explicit flag.
+}
+
+// TestExampleConfig keeps systemd/mynahd.yaml and DefaultConfig in step:
+// the example must set every key, and to its default.
+func TestExampleConfig(t *testing.T) {
+	data, err := os.ReadFile(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseConfig(data)
+	if err != nil {
+		t.Fatalf("example config: %v", err)
+	}
+	if !reflect.DeepEqual(got, DefaultConfig()) {
+		t.Errorf("example config differs from DefaultConfig():\n got %+v\nwant %+v", got, DefaultConfig())
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		t.Fatal(err)
+	}
+	inExample := yamlKeyPaths(root.Content[0], "")
+	inStruct := structKeyPaths(reflect.TypeOf(Config{}), "")
+	for _, k := range inStruct {
+		if !slices.Contains(inExample, k) {
+			t.Errorf("example config does not set %s", k)
+		}
+	}
+	if len(inExample) != len(inStruct) {
+		t.Errorf("example has keys %v, Config has %v", inExample, inStruct)
+	}
+	// Every key is documented: walking up from it over the keys of its
+	// group (ca_file, cert_file, key_file share one) reaches a comment.
+	lines := strings.Split(string(data), "\n")
+	isKey := func(l string) bool {
+		l = strings.TrimSpace(l)
+		return l != "" && !strings.HasPrefix(l, "#") && !strings.HasSuffix(l, ":")
+	}
+	for i, line := range lines {
+		if !isKey(line) {
+			continue
+		}
+		j := i - 1
+		for j >= 0 && isKey(lines[j]) {
+			j--
+		}
+		if j < 0 || !strings.HasPrefix(strings.TrimSpace(lines[j]), "#") {
+			t.Errorf("example line %d %q has no comment above it", i+1, strings.TrimSpace(line))
+		}
+	}
+}
+
+func yamlKeyPaths(n *yaml.Node, prefix string) []string {
+	var out []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		p := joinPath(prefix, n.Content[i].Value)
+		if v := n.Content[i+1]; v.Kind == yaml.MappingNode {
+			out = append(out, yamlKeyPaths(v, p)...)
+		} else {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func structKeyPaths(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" {
+			continue
+		}
+		p := joinPath(prefix, name)
+		if f.Type.Kind() == reflect.Struct && f.Type != durationType {
+			out = append(out, structKeyPaths(f.Type, p)...)
+		} else {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func TestEveryFieldHasYAMLTag(t *testing.T) {
+	var walk func(reflect.Type)
+	walk = func(rt reflect.Type) {
+		for i := range rt.NumField() {
+			f := rt.Field(i)
+			if tag := f.Tag.Get("yaml"); tag == "" || tag == "-" {
+				t.Errorf("%s.%s has no yaml tag", rt.Name(), f.Name)
+			}
+			if f.Type.Kind() == reflect.Struct {
+				walk(f.Type)
+			}
+		}
+	}
+	walk(reflect.TypeOf(Config{}))
+}
+
+func TestClientID(t *testing.T) {
+	c := DefaultConfig()
+	c.Node = "porch"
+	if got := c.ClientID(); got != "mynahd-porch" {
+		t.Errorf("ClientID() = %q", got)
+	}
+	c.MQTT.ClientID = "fixed"
+	if got := c.ClientID(); got != "fixed" {
+		t.Errorf("ClientID() = %q", got)
+	}
+}
+
+func TestMQTTPassword(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name, env, file, user string
+		want, errPart         string
+	}{
+		{name: "none", want: ""},
+		{name: "file trimmed", file: write("pw", "  s3cret\n"), user: "u", want: "s3cret"},
+		{name: "env wins", env: "fromenv", file: write("pw2", "fromfile\n"), user: "u", want: "fromenv"},
+		{name: "env without file", env: "fromenv", user: "u", want: "fromenv"},
+		{name: "missing file", file: filepath.Join(dir, "nope"), user: "u", errPart: "mqtt.password_file: "},
+		{name: "empty file", file: write("empty", "\n\n"), user: "u", errPart: "is empty"},
+		{name: "oversized file", file: write("big", strings.Repeat("p", MaxPasswordBytes+1)), user: "u", errPart: "MaxPasswordBytes"},
+		{name: "at the limit", file: write("limit", strings.Repeat("p", MaxPasswordBytes)), user: "u", want: strings.Repeat("p", MaxPasswordBytes)},
+		{name: "directory", file: dir, user: "u", errPart: "not a regular file"},
+		{name: "no user name", file: write("pw3", "x"), errPart: "needs mqtt.username"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(EnvMQTTPassword, tt.env)
+			c := DefaultConfig()
+			c.MQTT.PasswordFile, c.MQTT.Username = tt.file, tt.user
+			got, err := c.MQTTPassword()
+			if tt.errPart != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errPart) {
+					t.Fatalf("MQTTPassword() = %q, %v; want an error containing %q", got, err, tt.errPart)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("MQTTPassword() = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	if data, err := os.ReadFile(exampleConfig); err == nil {
+		f.Add(data)
+	}
+	for _, s := range []string{
+		"", "node: x\n", "mqtt:\n  keepalive: 30\n", "queue: {size: 1e9}\n",
+		"a: &a [*a]\n", "x: &x {y: *x}\n", "audio:\n  volume: .nan\n",
+		"node: a\n---\n", "mqtt:\n  broker: \"tcp://h:1883\"\n  bogus: 1\n",
+		"? [a]\n: b\n", "<<: {node: x}\n", "!!binary aGVsbG8=\n", "watchdog_stall: -5s\n",
+		"node: \"\\0\"\n", strings.Repeat("[", 1000),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseConfig(data)
+		if err != nil {
+			if !errors.Is(err, errInvalidConfig) {
+				t.Fatalf("error %q does not wrap errInvalidConfig", err)
+			}
+			return
+		}
+		// Whatever parsed must validate without panicking, and a valid
+		// config must survive a round trip through YAML unchanged.
+		if c.Validate() != nil {
+			return
+		}
+		out, err := yaml.Marshal(c)
+		if err != nil {
+			t.Fatalf("marshal a valid config: %v", err)
+		}
+		back, err := ParseConfig(out)
+		if err != nil {
+			t.Fatalf("reparse %q: %v", out, err)
+		}
+		if !reflect.DeepEqual(back, c) {
+			t.Fatalf("round trip changed the config:\n%+v\n%+v", c, back)
+		}
+	})
+}
+
+func BenchmarkParseConfigExample(b *testing.B) {
+	data, err := os.ReadFile(exampleConfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := ParseConfig(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,338 @@
+package main
+
+// End-to-end tests of the daemon as a whole: real Mosquitto (started by
+// the test on a free port) or the embedded broker, real ONNX Runtime and
+// demo voice, audio into a WAV file or through PortAudio into the ALSA
+// capture device (see package audiotest).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/audiotest"
+	"github.com/mynah-tts/mynah/daemon"
+	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
+	"github.com/mynah-tts/mynah/quant/ort"
+)
+
+// alsaCapture holds what PortAudio played in this test process.
+var alsaCapture string
+
+func TestMain(m *testing.M) { audiotest.Main(m, &alsaCapture) }
+
+// wait bounds every wait for the daemon; exceeding it fails the test (it
+// is a hang detector, not a speed requirement).
+const wait = 30 * time.Second
+
+// testConfig is a config for one test: its own voice dir (the demo voice
+// is built there), the given broker ("" = embedded on a free port) and
+// audio device.
+func testConfig(t *testing.T, broker, device string) Config {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Node = "kitchen"
+	cfg.Voices.Dir = t.TempDir()
+	cfg.MQTT.Broker = broker
+	if broker == "" {
+		cfg.MQTT.EmbeddedListen = freeAddr(t)
+	}
+	cfg.Audio.Device = device
+	cfg.Log.Level = "warn"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startDaemon runs mynahd in-process until the test ends (or stop is
+// called) and returns the broker URL and a stop func that waits for run to
+// return.
+func startDaemon(t *testing.T, cfg Config) (url string, stop func()) {
+	t.Helper()
+	url = cfg.MQTT.Broker
+	if url == "" {
+		url = "tcp://" + cfg.MQTT.EmbeddedListen
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	go func() { done <- run(ctx, cfg, log) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("run: %v", err)
+			}
+		case <-time.After(wait):
+			t.Error("mynahd did not stop")
+		}
+	}
+	t.Cleanup(stop)
+	return url, stop
+}
+
+// events collects the daemon's events.
+type events struct {
+	t  *testing.T
+	ch <-chan daemon.Message
+}
+
+func watchEvents(t *testing.T, url, node string) *events {
+	return &events{t: t, ch: mqtttest.Subscribe(t, url, "mynah/"+node+"/event")}
+}
+
+// next returns the next event that matches, failing after wait.
+func (e *events) next(match func(daemon.Event) bool) daemon.Event {
+	e.t.Helper()
+	deadline := time.After(wait)
+	for {
+		select {
+		case m := <-e.ch:
+			var ev daemon.Event
+			if err := json.Unmarshal(m.Payload, &ev); err != nil {
+				e.t.Fatalf("event is not JSON: %q: %v", m.Payload, err)
+			}
+			if match(ev) {
+				return ev
+			}
+		case <-deadline:
+			e.t.Fatal("no matching event in time")
+		}
+	}
+}
+
+func state(s string) func(daemon.Event) bool {
+	return func(ev daemon.Event) bool { return ev.State == s }
+}
+
+func stateID(s, id string) func(daemon.Event) bool {
+	return func(ev daemon.Event) bool { return ev.State == s && ev.ID == id }
+}
+
+// waitOnline waits for the retained "online" on the node's status topic.
+func waitOnline(t *testing.T, url, node string) {
+	t.Helper()
+	// The embedded broker starts only after the voice is loaded.
+	addr := strings.TrimPrefix(url, "tcp://")
+	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s: %v", addr, err)
+		}
+	}
+	st := mqtttest.Subscribe(t, url, daemon.StatusTopic(node))
+	deadline := time.After(wait)
+	for {
+		select {
+		case m := <-st:
+			if string(m.Payload) == "online" {
+				return
+			}
+		case <-deadline:
+			t.Fatal("mynahd never came online")
+		}
+	}
+}
+
+func readWAV(t *testing.T, path string) audio.PCM {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcm, err := audio.DecodeWAV(data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pcm
+}
+
+// sayAndCheck publishes a plain-text and a JSON request and checks their
+// events; then stops the daemon and checks the WAV file holds the speech.
+func sayAndCheck(t *testing.T, cfg Config, wavPath string) {
+	url, stop := startDaemon(t, cfg)
+	waitOnline(t, url, cfg.Node)
+	ev := watchEvents(t, url, cfg.Node)
+
+	mqtttest.Publish(t, url, "mynah/kitchen/say", []byte("The washing machine has finished."), false)
+	started := ev.next(state("started"))
+	finished := ev.next(stateID("finished", started.ID))
+	if started.FirstAudioMS == nil || *started.FirstAudioMS <= 0 {
+		t.Fatalf("started event without first_audio_ms: %+v", started)
+	}
+	if finished.LatencyMS == nil || *finished.LatencyMS < *started.FirstAudioMS {
+		t.Fatalf("finished latency %v before first audio %v", finished.LatencyMS, *started.FirstAudioMS)
+	}
+
+	mqtttest.Publish(t, url, "mynah/kitchen/say", []byte(`{"id":"json-1","text":"Dinner is ready. Come and eat.","speaker":"robin","rate":1.2}`), false)
+	ev.next(stateID("queued", "json-1"))
+	done := ev.next(stateID("finished", "json-1"))
+	if done.Sentences == nil || *done.Sentences != 2 {
+		t.Fatalf("finished %+v, want 2 sentences", done)
+	}
+	stop()
+	pcm := readWAV(t, wavPath)
+	if pcm.Duration() < 2*time.Second {
+		t.Fatalf("the WAV sink got %v of audio for three sentences", pcm.Duration())
+	}
+}
+
+func TestSayMosquitto(t *testing.T) {
+	broker := mqtttest.StartMosquitto(t)
+	wav := filepath.Join(t.TempDir(), "out.wav")
+	sayAndCheck(t, testConfig(t, broker.URL(), "wav:"+wav), wav)
+}
+
+func TestSayEmbeddedBroker(t *testing.T) {
+	wav := filepath.Join(t.TempDir(), "out.wav")
+	sayAndCheck(t, testConfig(t, "", "wav:"+wav), wav)
+}
+
+// TestSayThroughPortAudio: what the daemon played through PortAudio is
+// exactly the voice's speech for that sentence.
+func TestSayThroughPortAudio(t *testing.T) {
+	broker := mqtttest.StartMosquitto(t)
+	cfg := testConfig(t, broker.URL(), "")
+	url, stop := startDaemon(t, cfg)
+	waitOnline(t, url, cfg.Node)
+	ev := watchEvents(t, url, cfg.Node)
+	const sentence = "Good night."
+	mqtttest.Publish(t, url, "mynah/kitchen/say", []byte(`{"id":"pa","text":"`+sentence+`"}`), false)
+	ev.next(stateID("finished", "pa"))
+	stop() // closes the PortAudio stream: the capture file is complete
+
+	played, err := os.ReadFile(alsaCapture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same sentence from the same voice, straight from the engine.
+	vs, err := openVoices(openTestRuntime(t), cfg, newNotifier(slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vs.Close()
+	var want []int16
+	err = vs.Speak(context.Background(), daemon.Speech{Text: sentence}, func(c daemon.Chunk) error {
+		want = append(want, c.PCM.Samples...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBytes := audio.EncodeWAV(audio.PCM{Rate: 22050, Channels: 1, Samples: want})[44:]
+	if !bytes.Equal(played, wantBytes) {
+		t.Fatalf("PortAudio played %d bytes, the voice made %d", len(played), len(wantBytes))
+	}
+}
+
+// TestBrokerKilledAndRestarted: SIGKILL the broker while mynahd is
+// connected, restart it; mynahd reconnects and resubscribes, its status
+// goes offline → online, and every command published afterwards is spoken
+// exactly once.
+func TestBrokerKilledAndRestarted(t *testing.T) {
+	broker := mqtttest.StartMosquitto(t)
+	wav := filepath.Join(t.TempDir(), "out.wav")
+	cfg := testConfig(t, broker.URL(), "wav:"+wav)
+	cfg.MQTT.Keepalive = 2 * time.Second
+	url, _ := startDaemon(t, cfg)
+	waitOnline(t, url, cfg.Node)
+
+	broker.Kill()
+	broker.Restart(t)
+	// The will fires when the broker notices; a killed broker never sent
+	// it, so "offline" comes from mynahd's last will only if the broker
+	// saw the connection die. What must hold: mynahd comes back online.
+	waitOnline(t, url, cfg.Node)
+
+	ev := watchEvents(t, url, cfg.Node)
+	const n = 5
+	for i := range n {
+		mqtttest.Publish(t, url, "mynah/kitchen/say", []byte(fmt.Sprintf(`{"id":"after-%d","text":"Number %d."}`, i, i)), false)
+	}
+	seen := map[string]int{}
+	for len(seen) < n {
+		e := ev.next(state("finished"))
+		seen[e.ID]++
+	}
+	// Anything spoken twice would have a second finished event by now or
+	// shortly: the queue is empty, so a duplicate would play at once.
+	deadline := time.After(2 * time.Second)
+	for done := false; !done; {
+		select {
+		case m := <-ev.ch:
+			var e daemon.Event
+			if json.Unmarshal(m.Payload, &e) == nil && e.State == "finished" {
+				seen[e.ID]++
+			}
+		case <-deadline:
+			done = true
+		}
+	}
+	for i := range n {
+		if id := fmt.Sprintf("after-%d", i); seen[id] != 1 {
+			t.Errorf("%s spoken %d times, want exactly once", id, seen[id])
+		}
+	}
+}
+
+func TestCheckConfigAndFlags(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte("node: hall\nqueue:\n  size: 4\n"), 0o600)
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("node: hall\nmqtt:\n  broker: ftp://x\n"), 0o600)
+	var out, errb strings.Builder
+	if code := mainExit([]string{"-config", good, "-check-config"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "valid") {
+		t.Fatalf("good config: %d %q %q", code, out.String(), errb.String())
+	}
+	errb.Reset()
+	if code := mainExit([]string{"-config", bad, "-check-config"}, &out, &errb); code != exitConfigError || !strings.Contains(errb.String(), "mqtt.broker") {
+		t.Fatalf("bad config: %d %q", code, errb.String())
+	}
+	if code := mainExit([]string{"-config", filepath.Join(dir, "missing.yaml")}, &out, &errb); code != exitConfigError {
+		t.Fatalf("missing explicit config: %d", code)
+	}
+	if code := mainExit([]string{"-nope"}, &out, &errb); code != 2 {
+		t.Fatalf("unknown flag: %d", code)
+	}
+}
+
+func openTestRuntime(t *testing.T) *ort.Runtime {
+	t.Helper()
+	rt, err := ort.Open(nil)
+	if err != nil {
+		t.Fatalf("onnx runtime (run scripts/setup.sh): %v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/portaudio"
+	"github.com/mynah-tts/mynah/audio/voice"
+	"github.com/mynah-tts/mynah/audio/voice/demo"
+	"github.com/mynah-tts/mynah/daemon"
+	"github.com/mynah-tts/mynah/daemon/mqtt"
+	"github.com/mynah-tts/mynah/quant/ort"
+)
+
+// closeTimeout bounds each step of shutdown after the daemon stopped.
+const closeTimeout = 5 * time.Second
+
+// run starts everything in dependency order, tells systemd READY=1 once the
+// default voice is loaded and the broker connected, serves until ctx ends,
+// and shuts down in reverse order.
+func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
+	start := time.Now()
+	notify := newNotifier(log)
+
+	rt, err := ort.Open(&ort.Options{LibraryPath: cfg.ONNX.Library, Logger: log.With("component", "ort")})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+
+	voices, err := openVoices(rt, cfg, notify, log)
+	if err != nil {
+		return err
+	}
+	defer voices.Close()
+	// Preload the default voice before READY: the first request must not
+	// pay for loading it.
+	def, err := voices.Load("")
+	if err != nil {
+		return fmt.Errorf("load default voice: %w", err)
+	}
+
+	sink, err := openSink(cfg.Audio, def.Info().SampleRate, log)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+
+	brokerURL := cfg.MQTT.Broker
+	if brokerURL == "" {
+		b, err := mqtt.StartBroker(&mqtt.BrokerOptions{Addr: cfg.MQTT.EmbeddedListen, Logger: log.With("component", "broker")})
+		if err != nil {
+			return fmt.Errorf("embedded broker: %w", err)
+		}
+		defer b.Close()
+		brokerURL = b.URL()
+		log.Info("embedded MQTT broker started", "addr", b.Addr())
+	}
+
+	// The client calls OnConnect on every (re)connect; the daemon exists
+	// only after the client does, so the hook finds it through a pointer.
+	var dp atomic.Pointer[daemon.Daemon]
+	client, err := connectMQTT(ctx, cfg, brokerURL, func() {
+		if d := dp.Load(); d != nil {
+			d.Connected()
+		}
+	}, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		if cerr := client.Close(cctx); cerr != nil {
+			log.Warn("mqtt close", "err", cerr)
+		}
+	}()
+
+	vol := cfg.Audio.Volume
+	d, err := daemon.New(&daemon.Options{
+		Node:            cfg.Node,
+		Transport:       client,
+		Engine:          voices,
+		Sink:            sink,
+		DiscoveryPrefix: cfg.MQTT.DiscoveryPrefix,
+		QueueSize:       cfg.Queue.Size,
+		DefaultTTL:      cfg.Queue.DefaultTTL,
+		DefaultVolume:   &vol,
+		DefaultVoice:    voices.Default(),
+		Logger:          log.With("component", "daemon"),
+		Version:         version,
+	})
+	if err != nil {
+		return err
+	}
+	dp.Store(d)
+	d.Connected() // the first connect happened before the daemon existed
+
+	if err := notify.Ready(); err != nil {
+		log.Warn("sd_notify READY", "err", err)
+	}
+	log.Info("mynahd ready", "node", cfg.Node, "broker", brokerURL, "voice", voices.Default(),
+		"voices", len(voices.Voices()), "startup_ms", time.Since(start).Milliseconds())
+	go func() {
+		if err := notify.RunWatchdog(ctx, func() bool { return d.Healthy(cfg.WatchdogStall) }); err != nil {
+			log.Warn("systemd watchdog disabled", "err", err)
+		}
+	}()
+
+	err = d.Run(ctx)
+	_ = notify.Stopping()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// openVoices opens the voice directory; with no default voice configured
+// it makes sure the demo voice is there, building it on first start.
+func openVoices(rt *ort.Runtime, cfg Config, notify *notifier, log *slog.Logger) (*voiceSet, error) {
+	def := cfg.Voices.Default
+	if def == "" {
+		def = demo.Name
+		dir := filepath.Join(cfg.Voices.Dir, demo.Name)
+		if _, err := voice.FindPiper(dir); err != nil {
+			log.Info("building the demo voice", "dir", dir)
+			_ = notify.Status("building the demo voice")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("demo voice: %w", err)
+			}
+			if _, err := demo.Write(dir, nil); err != nil {
+				return nil, fmt.Errorf("demo voice: %w", err)
+			}
+		}
+	}
+	return newVoiceSet(rt, cfg.Voices.Dir, def, &voice.PiperOptions{
+		Session:         &ort.SessionOptions{Provider: ort.Provider(cfg.ONNX.Provider), IntraOpThreads: cfg.ONNX.Threads},
+		SentenceSilence: silence(cfg.Audio.SentenceSilence),
+		Logger:          log.With("component", "voice"),
+	}, log.With("component", "voices"))
+}
+
+// silence maps the config's "0 means none" onto PiperOptions' "negative
+// means none".
+func silence(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// sink is what the daemon plays into, plus Close.
+type sink interface {
+	daemon.Sink
+	Close() error
+}
+
+// openSink opens audio.device: "" or a device name (PortAudio), "null"
+// (no sound), or "wav:PATH" (one WAV file with everything spoken). If a
+// device cannot be opened, audio.fallback decides: "" fails, "null" or
+// "wav:PATH" stands in.
+func openSink(c AudioConfig, rate int, log *slog.Logger) (sink, error) {
+	s, err := openOutput(c.Device, c, rate, log)
+	if err == nil {
+		return s, nil
+	}
+	if c.Fallback == "" {
+		return nil, fmt.Errorf("audio device: %w (set audio.fallback to \"null\" or \"wav:PATH\" to run without one)", err)
+	}
+	log.Warn("audio device unavailable, using the fallback", "err", err, "fallback", c.Fallback)
+	return openOutput(c.Fallback, c, rate, log)
+}
+
+func openOutput(spec string, c AudioConfig, rate int, log *slog.Logger) (sink, error) {
+	switch {
+	case spec == "null":
+		return audio.NewNullSink(&audio.NullSinkOptions{Pace: true})
+	case strings.HasPrefix(spec, "wav:"):
+		return audio.NewWAVFileSink(strings.TrimPrefix(spec, "wav:"), rate, 1)
+	}
+	if spec == "" && !portaudio.DefaultOutputAvailable() {
+		return nil, errors.New("no default audio output device")
+	}
+	return portaudio.Open(&portaudio.Options{Device: spec, WriteTimeout: c.WriteTimeout, Logger: log.With("component", "audio")})
+}
+
+func connectMQTT(ctx context.Context, cfg Config, broker string, onConnect func(), log *slog.Logger) (*mqtt.Client, error) {
+	password, err := cfg.MQTTPassword()
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, err := mqtt.Connect(cctx, &mqtt.Options{
+		Broker:             broker,
+		Username:           cfg.MQTT.Username,
+		Password:           password,
+		ClientID:           cfg.ClientID(),
+		CAFile:             cfg.MQTT.CAFile,
+		CertFile:           cfg.MQTT.CertFile,
+		KeyFile:            cfg.MQTT.KeyFile,
+		InsecureSkipVerify: cfg.MQTT.InsecureSkipVerify,
+		KeepAlive:          cfg.MQTT.Keepalive,
+		StatusTopic:        daemon.StatusTopic(cfg.Node),
+		OnConnect:          onConnect,
+		Logger:             log.With("component", "mqtt"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", broker, err)
+	}
+	return c, nil
+}
+
+// runUnregister removes this node's device from Home Assistant.
+func runUnregister(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if cfg.MQTT.Broker == "" {
+		return errors.New("-unregister needs mqtt.broker: the embedded broker keeps nothing after mynahd stops")
+	}
+	client, err := connectMQTT(ctx, cfg, cfg.MQTT.Broker, nil, log)
+	if err != nil {
+		return err
+	}
+	defer client.Close(context.Background())
+	pctx, cancel := context.WithTimeout(ctx, closeTimeout)
+	defer cancel()
+	topic := daemon.DiscoveryTopic(cfg.MQTT.DiscoveryPrefix, cfg.Node)
+	if err := client.Publish(pctx, topic, nil, true); err != nil {
+		return fmt.Errorf("unregister: %w", err)
+	}
+	log.Info("removed from Home Assistant", "topic", topic)
+	return nil
+}

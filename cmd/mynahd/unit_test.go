@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const unitFile = "../../systemd/mynahd.service"
+
+// maxExposure is the highest `systemd-analyze security` score the unit may
+// have (the README quotes the measured figure).
+const maxExposure = 2.5
+
+// TestUnitSecurityScore runs systemd's own sandbox assessment on the unit.
+func TestUnitSecurityScore(t *testing.T) {
+	bin, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Fatalf("systemd-analyze not found (%v): it ships with systemd; on Debian/Ubuntu apt-get install systemd", err)
+	}
+	cmd := exec.Command(bin, "security", "--offline=yes", "--no-pager", unitFile)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("systemd-analyze security: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`Overall exposure level for mynahd\.service: ([0-9.]+) `).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no overall exposure line in:\n%s", out)
+	}
+	score, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("systemd-analyze security --offline=yes: %.1f", score)
+	if score > maxExposure {
+		t.Fatalf("exposure %.1f is above %.1f:\n%s", score, maxExposure, out)
+	}
+}
+
+// readUnit returns the unit's assignments, key → values in file order.
+func readUnit(t *testing.T) map[string][]string {
+	t.Helper()
+	f, err := os.Open(unitFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	kv := map[string][]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == ';' || line[0] == '[' {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Fatalf("unit line %q is not key=value", line)
+		}
+		kv[k] = append(kv[k], v)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
+// TestUnitKeepsWhatMynahdNeeds guards the settings the daemon depends on
+// against a well-meant tightening: ONNX Runtime needs writable+executable
+// memory and /proc/cpuinfo, ALSA needs /dev/snd, sd_notify needs
+// Type=notify, and install.sh puts the files where the unit looks.
+func TestUnitKeepsWhatMynahdNeeds(t *testing.T) {
+	kv := readUnit(t)
+	want := map[string]string{
+		"Type":                     "notify",
+		"NotifyAccess":             "main",
+		"WatchdogSec":              "30",
+		"Restart":                  "on-failure",
+		"RestartPreventExitStatus": strconv.Itoa(exitConfigError),
+		"DynamicUser":              "yes",
+		"SupplementaryGroups":      "audio",
+		"StateDirectory":           "mynah",
+		"CacheDirectory":           "mynah",
+		"ConfigurationDirectory":   "mynah",
+		"MemoryDenyWriteExecute":   "no",
+		"ProcSubset":               "all",
+		"PrivateDevices":           "no",
+		"DevicePolicy":             "closed",
+		"DeviceAllow":              "char-alsa rw",
+		"ExecStart":                "/usr/local/bin/mynahd -config " + DefaultConfigPath,
+		"Environment":              "MYNAH_ORT_LIB=/usr/local/lib/mynah/libonnxruntime.so.1",
+	}
+	for k, v := range want {
+		if !slices.Contains(kv[k], v) {
+			t.Errorf("unit: %s=%s missing (have %q)", k, v, kv[k])
+		}
+	}
+	if !strings.Contains(strings.Join(kv["RestrictAddressFamilies"], " "), "AF_UNIX") {
+		t.Error("unit: sd_notify and the journal need AF_UNIX")
+	}
+	// The voices directory default is the unit's StateDirectory.
+	if d := DefaultConfig().Voices.Dir; !strings.HasPrefix(d, "/var/lib/mynah/") {
+		t.Errorf("voices.dir default %q is outside StateDirectory=mynah", d)
+	}
+	// The watchdog must outlast a stall check: WatchdogSec/2 pings.
+	if sec, _ := strconv.Atoi(kv["WatchdogSec"][0]); sec < 2 {
+		t.Errorf("WatchdogSec=%d too short for mynahd's ping interval", sec)
+	}
+	// No secret in the unit.
+	for _, e := range kv["Environment"] {
+		if strings.Contains(e, EnvMQTTPassword) {
+			t.Errorf("unit sets %s: secrets belong in a credential or drop-in", EnvMQTTPassword)
+		}
+	}
+}

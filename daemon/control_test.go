@@ -1,0 +1,167 @@
+package daemon
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestRetainedCommandsIgnored(t *testing.T) {
+	h := newHarness(t, nil).start()
+	for _, sub := range []string{"say", "u/ann/say", "stop", "volume/set", "voice/set", "cache/purge"} {
+		h.sendMsg(Message{Topic: "mynah/test/" + sub, Payload: []byte("0"), Retained: true})
+	}
+	h.send("say", `{"id":"ok","text":"fresh"}`)
+	h.waitEvent("ok", EventFinished)
+	if got := h.eng.texts(); !slices.Equal(got, []string{"fresh"}) {
+		t.Fatalf("spoken %v", got)
+	}
+	s := h.d.Snapshot()
+	if s.Counters.RetainedIgnored != 6 || s.Volume != 1 || s.Counters.Failed != 0 {
+		t.Fatalf("state %+v: want 6 retained ignored, volume untouched, nothing failed", s)
+	}
+}
+
+func TestStop(t *testing.T) {
+	h := newHarness(t, nil)
+	release := h.sink.block()
+	h.start()
+	h.send("say", `{"id":"first","text":"first"}`)
+	h.waitWriting(1)
+	h.send("say", `{"id":"a","text":"a"}`)
+	h.send("say", `{"id":"b","text":"b","priority":"alert"}`)
+	h.send("stop", "PRESS")
+	for _, id := range []string{"first", "a", "b"} {
+		if e := h.waitEvent(id, EventDropped); e.Reason != ReasonStopped {
+			t.Errorf("%s: reason %q", id, e.Reason)
+		}
+	}
+	if _, aborts, _ := h.sink.stats(); aborts < 1 {
+		t.Error("Sink.Abort not called")
+	}
+	release()
+	h.send("say", `{"id":"after","text":"after"}`)
+	h.waitEvent("after", EventFinished)
+	if got := h.eng.texts(); !slices.Equal(got, []string{"first", "after"}) {
+		t.Fatalf("spoken %v", got)
+	}
+}
+
+func TestVolumeSet(t *testing.T) {
+	h := newHarness(t, nil).start()
+	h.send("volume/set", "0.2")
+	waitFor(t, "state with volume 0.2", func() bool { return h.d.Snapshot().Volume == 0.2 })
+	h.send("say", `{"id":"v","text":"x"}`)
+	h.waitEvent("v", EventFinished)
+	if s := h.sink.samples(); s[0] != 200 {
+		t.Errorf("sample %d, want 200 at volume 0.2", s[0])
+	}
+	h.send("volume/set", "loud")
+	waitFor(t, "failed event", func() bool { evs := h.events(); return evs[len(evs)-1].State == EventFailed })
+	evs := h.events()
+	if e := evs[len(evs)-1]; e.State != EventFailed || e.Reason != ReasonBadVolume || e.Command != "volume/set" || e.Error == "" {
+		t.Errorf("event %+v", e)
+	}
+	if v := h.d.Snapshot().Volume; v != 0.2 {
+		t.Errorf("a bad volume changed it to %v", v)
+	}
+	waitFor(t, "state publish", func() bool { return h.lastState().Volume == 0.2 })
+}
+
+func TestVoiceSet(t *testing.T) {
+	h := newHarness(t, nil).start()
+	h.send("voice/set", "bob\n")
+	waitFor(t, "voice bob", func() bool { return h.d.Snapshot().Voice == "bob" })
+	h.send("say", `{"id":"x","text":"x"}`)
+	h.waitEvent("x", EventFinished)
+	if v := h.eng.last().Voice; v != "bob" {
+		t.Errorf("engine voice %q", v)
+	}
+	h.send("voice/set", "carol")
+	h.send("voice/set", "../alice")
+	var reasons []string
+	waitFor(t, "two failed events", func() bool {
+		reasons = nil
+		for _, e := range h.events() {
+			if e.State == EventFailed {
+				if e.Command != "voice/set" {
+					t.Errorf("failed event %+v has no command", e)
+				}
+				reasons = append(reasons, e.Reason)
+			}
+		}
+		return len(reasons) == 2
+	})
+	if !slices.Equal(reasons, []string{ReasonUnknownVoice, ReasonBadName}) {
+		t.Errorf("reasons %v", reasons)
+	}
+	if v := h.d.Snapshot().Voice; v != "bob" {
+		t.Errorf("voice %q after bad voice/set", v)
+	}
+}
+
+func TestCachePurgeNotSupported(t *testing.T) {
+	h := newHarness(t, nil).start()
+	h.send("cache/purge", `{"scope":"all"}`)
+	waitFor(t, "failed event", func() bool { return len(h.events()) == 1 })
+	if e := h.events()[0]; e.State != EventFailed || e.Reason != ReasonNotSupported || e.Command != "cache/purge" {
+		t.Errorf("event %+v", e)
+	}
+}
+
+func TestBadPayloadsKeepServing(t *testing.T) {
+	h := newHarness(t, nil).start()
+	bad := []struct {
+		topic, payload, reason string
+	}{
+		{"say", "", ReasonEmpty},
+		{"say", strings.Repeat("a", 1<<20), ReasonTooLarge},
+		{"say", "caf\xe9", ReasonInvalidUTF8},
+		{"say", "a\x00b", ReasonNULByte},
+		{"say", `{"text":"a","x":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, ReasonTooDeep},
+		{"say", `{"text":1}`, ReasonBadField},
+		{"say", `{"text":"a","rate":NaN}`, ReasonInvalidJSON},
+		{"say", `{"text":"a","rate":1e309}`, ReasonBadRate},
+		{"say", `{"text":"a","voice":"carol"}`, ReasonUnknownVoice},
+		{"say", `{"text":"a","voice":"../../etc/passwd"}`, ReasonBadName},
+		{"say", `{"text":"a","speaker":"` + strings.Repeat("x", 4096) + `"}`, ReasonBadName},
+		{"u/../say", "hi", ReasonBadName},
+		{"u/a b /say", "hi", ReasonBadName},
+	}
+	for _, b := range bad {
+		h.send(b.topic, b.payload)
+	}
+	h.send("say", `{"id":"good","text":"still here"}`)
+	h.waitEvent("good", EventFinished)
+	var reasons []string
+	for _, e := range h.events() {
+		if e.State == EventFailed {
+			reasons = append(reasons, e.Reason)
+			if e.ID == "" || e.Error == "" || len(e.Error) > 300 {
+				t.Errorf("failed event %+v: want an id and a short error", e)
+			}
+		}
+	}
+	for i, b := range bad {
+		if i >= len(reasons) || reasons[i] != b.reason {
+			t.Errorf("payload %d (%.30q on %s): reason %v, want %s", i, b.payload, b.topic, reasons, b.reason)
+			break
+		}
+	}
+	if got := h.eng.texts(); !slices.Equal(got, []string{"still here"}) {
+		t.Errorf("spoken %v", got)
+	}
+}
+
+func TestOwnerTopic(t *testing.T) {
+	h := newHarness(t, nil).start()
+	h.send("u/ann/say", `{"id":"o","text":"hi"}`)
+	h.send("u/a/b/say", "not an owner topic")
+	fin := h.waitEvent("o", EventFinished)
+	if fin.Owner != "ann" {
+		t.Errorf("owner %q", fin.Owner)
+	}
+	if n := h.d.Snapshot().Counters.Received; n != 1 {
+		t.Errorf("received %d: a topic with a slash in the owner must be ignored", n)
+	}
+}

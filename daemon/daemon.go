@@ -1,0 +1,547 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Errors of this package besides DecodeError (see ErrInvalidRequest).
+var (
+	// ErrUnknownVoice is what an Engine should wrap when Speech.Voice names
+	// no voice it has; the daemon reports it as reason unknown_voice.
+	ErrUnknownVoice = errors.New("unknown voice")
+	// ErrInvalidOptions is wrapped by New's errors; the message names the
+	// Options field.
+	ErrInvalidOptions = errors.New("invalid daemon options")
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultNode            = "mynah"
+	DefaultDiscoveryPrefix = "homeassistant"
+	DefaultTTL             = 60 * time.Second
+	DefaultStateInterval   = 60 * time.Second
+	DefaultOutboxSize      = 256
+	DefaultPublishTimeout  = 5 * time.Second
+	DefaultShutdownTimeout = 3 * time.Second
+	DefaultWriteBlock      = 100 * time.Millisecond
+	// MaxQueueSize bounds Options.QueueSize.
+	MaxQueueSize = 10000
+	// maxSilence caps Chunk.Silence so a broken engine cannot hold the
+	// speaker for minutes of nothing.
+	maxSilence = 5 * time.Second
+)
+
+// Options configures a Daemon. Transport, Engine and Sink are required;
+// zero values of the other fields mean the defaults above.
+type Options struct {
+	// Node names this daemon in topics (mynah/<node>/...) and in Home
+	// Assistant: 1..64 of A-Z a-z 0-9 _ - (default "mynah").
+	Node      string
+	Transport Transport
+	Engine    Engine
+	Sink      Sink
+	// DiscoveryPrefix is Home Assistant's discovery prefix (default
+	// "homeassistant"); its birth topic is <prefix>/status.
+	DiscoveryPrefix string
+	// QueueSize bounds the requests waiting to play (default 32, at most
+	// MaxQueueSize).
+	QueueSize int
+	// DefaultTTL is how long a request without ttl may wait (default 60 s).
+	DefaultTTL time.Duration
+	// DefaultVolume is the volume at start, 0..1; nil means 1.
+	DefaultVolume *float64
+	// DefaultVoice is the voice for requests that name none; it must be one
+	// of Engine.Voices. "" leaves the choice to the engine.
+	DefaultVoice string
+	// StateInterval is how often the state is re-published without a
+	// change (default 60 s).
+	StateInterval time.Duration
+	Logger        *slog.Logger
+	// Now is the clock, for tests (default time.Now).
+	Now func() time.Time
+	// Version is the software version shown in Home Assistant.
+	Version string
+	// Model is the device model shown in Home Assistant (default "mynahd").
+	Model string
+	// Decode sets the payload limits; nil means DecodeOptions' defaults.
+	Decode *DecodeOptions
+	// DedupeIDs and DedupeWindow bound the duplicate-id filter: an id is
+	// ignored when it was seen among the last DedupeIDs ids (default 256)
+	// and less than DedupeWindow ago (default 10 min).
+	DedupeIDs    int
+	DedupeWindow time.Duration
+	// OutboxSize bounds the events waiting to be published (default 256);
+	// beyond it events are dropped and counted (Counters.EventsDropped).
+	OutboxSize int
+	// PublishTimeout bounds each publish (default 5 s).
+	PublishTimeout time.Duration
+	// ShutdownTimeout bounds how long Run waits, after ctx ends, for the
+	// worker to stop and for the last events to go out (default 3 s each).
+	ShutdownTimeout time.Duration
+	// WriteBlock is the longest piece of audio handed to the sink in one
+	// Write (default 100 ms), so that volume changes apply within a block.
+	WriteBlock time.Duration
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	bad := func(format string, args ...any) (Options, error) {
+		return Options{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	}
+	if out.Node == "" {
+		out.Node = DefaultNode
+	}
+	if err := ValidateNode(out.Node); err != nil {
+		return bad("Node: %v", err)
+	}
+	if out.DiscoveryPrefix == "" {
+		out.DiscoveryPrefix = DefaultDiscoveryPrefix
+	}
+	if err := validatePrefix(out.DiscoveryPrefix); err != nil {
+		return bad("DiscoveryPrefix: %v", err)
+	}
+	switch {
+	case out.Transport == nil:
+		return bad("Transport is required")
+	case out.Engine == nil:
+		return bad("Engine is required")
+	case out.Sink == nil:
+		return bad("Sink is required")
+	case out.QueueSize < 0 || out.QueueSize > MaxQueueSize:
+		return bad("QueueSize %d is outside 1..%d", out.QueueSize, MaxQueueSize)
+	case out.DefaultVolume != nil && !(*out.DefaultVolume >= 0 && *out.DefaultVolume <= 1):
+		return bad("DefaultVolume %g is outside 0..1", *out.DefaultVolume)
+	case out.DefaultTTL < 0, out.StateInterval < 0, out.DedupeWindow < 0, out.PublishTimeout < 0,
+		out.ShutdownTimeout < 0, out.WriteBlock < 0, out.OutboxSize < 0, out.DedupeIDs < 0:
+		return bad("durations and sizes must not be negative")
+	}
+	if out.DefaultVoice != "" {
+		if err := ValidateName(out.DefaultVoice); err != nil {
+			return bad("DefaultVoice: %v", err)
+		}
+		if voices := out.Engine.Voices(); !slices.Contains(voices, out.DefaultVoice) {
+			return bad("DefaultVoice: %w %q (the engine has: %s)", ErrUnknownVoice, out.DefaultVoice, strings.Join(voices, ", "))
+		}
+	}
+	setDefault(&out.QueueSize, DefaultQueueSize)
+	setDefault(&out.DefaultTTL, DefaultTTL)
+	setDefault(&out.StateInterval, DefaultStateInterval)
+	setDefault(&out.DedupeIDs, DefaultDedupeIDs)
+	setDefault(&out.DedupeWindow, DefaultDedupeWindow)
+	setDefault(&out.OutboxSize, DefaultOutboxSize)
+	setDefault(&out.PublishTimeout, DefaultPublishTimeout)
+	setDefault(&out.ShutdownTimeout, DefaultShutdownTimeout)
+	setDefault(&out.WriteBlock, DefaultWriteBlock)
+	setDefault(&out.Model, "mynahd")
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	if out.Now == nil {
+		out.Now = time.Now
+	}
+	return out, nil
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// ValidateNode checks a node name: 1..64 bytes of A-Z a-z 0-9 _ -, which
+// is what both an MQTT topic level and a Home Assistant discovery node id
+// accept.
+func ValidateNode(node string) error {
+	if node == "" || len(node) > 64 {
+		return fmt.Errorf("node name must be 1..64 bytes, not %d", len(node))
+	}
+	for i := 0; i < len(node); i++ {
+		if c := node[i]; !isNameStart(c) && c != '-' {
+			return fmt.Errorf("node name %s contains %q: use A-Z a-z 0-9 _ -", quoteShort(node), c)
+		}
+	}
+	return nil
+}
+
+func validatePrefix(p string) error {
+	switch {
+	case len(p) > 128:
+		return fmt.Errorf("%d bytes is over the limit of 128", len(p))
+	case strings.ContainsAny(p, "+#\x00"):
+		return fmt.Errorf("%s contains an MQTT wildcard or NUL", quoteShort(p))
+	case strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.Contains(p, "//"):
+		return fmt.Errorf("%s has an empty topic level", quoteShort(p))
+	}
+	return nil
+}
+
+// topics are the daemon's MQTT topics, fixed at New.
+type topics struct {
+	base, say, ownerPrefix, stop, volume, voice, purge string
+	event, state, status, haStatus, discovery          string
+}
+
+func newTopics(node, prefix string) topics {
+	base := "mynah/" + node
+	return topics{
+		base: base, say: base + "/say", ownerPrefix: base + "/u/",
+		stop: base + "/stop", volume: base + "/volume/set", voice: base + "/voice/set",
+		purge: base + "/cache/purge", event: base + "/event", state: base + "/state",
+		status: StatusTopic(node), haStatus: prefix + "/status",
+		discovery: DiscoveryTopic(prefix, node),
+	}
+}
+
+// StatusTopic is where the transport keeps the retained online/offline
+// availability (its last will): mynah/<node>/status.
+func StatusTopic(node string) string { return "mynah/" + node + "/status" }
+
+// DiscoveryTopic is the retained device discovery topic:
+// <prefix>/device/<node>/config.
+func DiscoveryTopic(prefix, node string) string { return prefix + "/device/" + node + "/config" }
+
+// filters are the subscriptions: the command topics and Home Assistant's
+// birth topic.
+func (t *topics) filters() []string {
+	return []string{t.say, t.ownerPrefix + "+/say", t.stop, t.volume, t.voice, t.purge, t.haStatus}
+}
+
+// owner returns <owner> of mynah/<node>/u/<owner>/say.
+func (t *topics) owner(topic string) (string, bool) {
+	rest, ok := strings.CutPrefix(topic, t.ownerPrefix)
+	if !ok {
+		return "", false
+	}
+	owner, ok := strings.CutSuffix(rest, "/say")
+	if !ok || strings.Contains(owner, "/") {
+		return "", false
+	}
+	return owner, true
+}
+
+// Daemon is mynahd's core. Create it with New, start it with Run.
+type Daemon struct {
+	opts   Options
+	log    *slog.Logger
+	topics topics
+	decode DecodeOptions
+	stats  counters
+
+	mu      sync.Mutex
+	queue   *queue
+	current *job
+	voice   string
+	voices  []string // Engine.Voices, refreshed with every discovery publish
+	started bool     // Run was called
+	closed  bool     // Run is shutting down: no new work
+
+	volume atomic.Uint64 // math.Float64bits of 0..1
+	// busySince is when the current blocking call began, as nanoseconds
+	// since epoch plus 1 (0 = none). Durations from epoch use the monotonic
+	// clock, so a wall-clock jump cannot fake a stall.
+	epoch     time.Time
+	busySince atomic.Int64
+
+	work         chan struct{} // a request was queued
+	outbox       chan Event
+	stateDue     chan struct{}
+	discoveryDue chan struct{}
+}
+
+// New checks opts and returns a Daemon ready to Run.
+func New(opts *Options) (*Daemon, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{
+		opts:         o,
+		log:          o.Logger.With("node", o.Node),
+		topics:       newTopics(o.Node, o.DiscoveryPrefix),
+		decode:       o.Decode.withDefaults(),
+		queue:        newQueue(o.QueueSize, o.DedupeIDs, o.DedupeWindow),
+		voice:        o.DefaultVoice,
+		voices:       o.Engine.Voices(),
+		epoch:        o.Now(),
+		work:         make(chan struct{}, 1),
+		outbox:       make(chan Event, o.OutboxSize),
+		stateDue:     make(chan struct{}, 1),
+		discoveryDue: make(chan struct{}, 1),
+	}
+	vol := 1.0
+	if o.DefaultVolume != nil {
+		vol = *o.DefaultVolume
+	}
+	d.volume.Store(math.Float64bits(vol))
+	return d, nil
+}
+
+func (d *Daemon) now() time.Time { return d.opts.Now() }
+
+// Run subscribes and plays requests until ctx ends. Then it stops taking
+// work, drops what is queued (dropped events, reason shutdown), cuts the
+// playing request (Sink.Abort), waits up to Options.ShutdownTimeout for
+// the worker and as long again for the last events and state to be
+// published, and returns: shutdown takes at most 2×ShutdownTimeout. It
+// returns nil after a clean shutdown, an error when subscribing failed or
+// the worker did not stop in time (a stuck engine or sink). Run may be
+// called once.
+func (d *Daemon) Run(ctx context.Context) error {
+	d.mu.Lock()
+	if d.started {
+		d.mu.Unlock()
+		return errors.New("daemon: Run called twice")
+	}
+	d.started = true
+	d.mu.Unlock()
+
+	pubCtx, cancelPub := context.WithCancel(context.Background())
+	defer cancelPub()
+	pubStop, pubDone := make(chan struct{}), make(chan struct{})
+	go d.publisher(pubCtx, pubStop, pubDone)
+	// The worker's context is not ctx: shutdown must first mark the cut
+	// reason, then cancel.
+	workCtx, cancelWork := context.WithCancel(context.Background())
+	workDone := make(chan struct{})
+	go func() {
+		defer close(workDone)
+		d.worker(workCtx)
+	}()
+
+	var err error
+	if err = d.opts.Transport.Subscribe(d.topics.filters(), d.handle); err != nil {
+		err = fmt.Errorf("subscribe: %w", err)
+	} else {
+		d.log.Info("daemon running", "topics", d.topics.base+"/#", "queue", d.opts.QueueSize)
+		signal(d.discoveryDue)
+		<-ctx.Done()
+	}
+	return errors.Join(err, d.shutdown(cancelWork, workDone, cancelPub, pubStop, pubDone))
+}
+
+func (d *Daemon) shutdown(cancelWork context.CancelFunc, workDone chan struct{}, cancelPub context.CancelFunc, pubStop, pubDone chan struct{}) error {
+	d.mu.Lock()
+	d.closed = true
+	for _, r := range d.queue.clear() {
+		d.emitDropped(&r, ReasonShutdown)
+	}
+	d.cutLocked(ReasonShutdown)
+	d.mu.Unlock()
+	cancelWork()
+
+	var err error
+	timer := time.NewTimer(d.opts.ShutdownTimeout)
+	defer timer.Stop()
+	select {
+	case <-workDone:
+	case <-timer.C:
+		err = fmt.Errorf("daemon: worker did not stop within %s (stuck synthesis or audio write)", d.opts.ShutdownTimeout)
+	}
+	close(pubStop)
+	// A publish in flight and the flush end together, ShutdownTimeout
+	// from now.
+	cut := time.AfterFunc(d.opts.ShutdownTimeout, cancelPub)
+	defer cut.Stop()
+	<-pubDone
+	d.log.Info("daemon stopped")
+	return err
+}
+
+// Connected is for the transport wiring to call after every (re)connect:
+// it re-publishes discovery and state, asynchronously (it never blocks).
+// Run also publishes both when it starts, so a connect before Run needs no
+// call.
+func (d *Daemon) Connected() { signal(d.discoveryDue) }
+
+// Healthy reports whether the worker is making progress: false while one
+// synthesis step, sink write or drain has been blocked longer than stall.
+// An idle daemon is healthy. For systemd's watchdog (WATCHDOG=1 only when
+// Healthy); choose stall above the longest sentence synthesis.
+func (d *Daemon) Healthy(stall time.Duration) bool {
+	since := d.busySince.Load()
+	return since == 0 || d.sinceEpoch()-(since-1) <= int64(stall)
+}
+
+func (d *Daemon) sinceEpoch() int64 { return int64(d.now().Sub(d.epoch)) }
+func (d *Daemon) busy()             { d.busySince.Store(d.sinceEpoch() + 1) }
+func (d *Daemon) idle()             { d.busySince.Store(0) }
+
+// Snapshot returns the current state, as published on the state topic.
+func (d *Daemon) Snapshot() State {
+	d.mu.Lock()
+	s := State{State: "idle", Queue: d.queue.len(), Voice: d.voice}
+	if d.current != nil {
+		s.State = "speaking"
+	}
+	d.mu.Unlock()
+	s.Volume = d.currentVolume()
+	s.Counters = d.stats.snapshot()
+	s.Time = d.now()
+	return s
+}
+
+func (d *Daemon) currentVolume() float64 { return math.Float64frombits(d.volume.Load()) }
+
+// Unregister removes the device from Home Assistant (an empty retained
+// discovery payload) and clears the retained state. mynahd -unregister
+// calls it without Run.
+func (d *Daemon) Unregister(ctx context.Context) error {
+	if err := d.opts.Transport.Publish(ctx, d.topics.discovery, nil, true); err != nil {
+		return fmt.Errorf("unregister: remove discovery: %w", err)
+	}
+	if err := d.opts.Transport.Publish(ctx, d.topics.state, nil, true); err != nil {
+		return fmt.Errorf("unregister: clear state: %w", err)
+	}
+	return nil
+}
+
+// handle is the Transport's message handler. It runs on the MQTT client's
+// goroutine, so it only decodes, takes d.mu briefly and queues events; it
+// never publishes or waits.
+func (d *Daemon) handle(m Message) {
+	if m.Topic == d.topics.haStatus {
+		// Home Assistant (re)started and asks devices to announce
+		// themselves: a broker without persistence may have lost the
+		// retained discovery.
+		if strings.TrimSpace(string(m.Payload)) == "online" {
+			d.Connected()
+		}
+		return
+	}
+	if m.Retained {
+		// A retained command would replay on every reconnect: "say the door
+		// is open" forever.
+		d.stats.retainedIgnored.Add(1)
+		d.log.Debug("ignoring retained command", "topic", m.Topic)
+		return
+	}
+	switch m.Topic {
+	case d.topics.say:
+		d.say(m.Payload, "")
+	case d.topics.stop:
+		d.stop()
+	case d.topics.volume:
+		d.setVolume(m.Payload)
+	case d.topics.voice:
+		d.setVoice(m.Payload)
+	case d.topics.purge:
+		d.emitFailed("", "", "cache/purge", ReasonNotSupported, errors.New("the phrase cache is not implemented yet"))
+	default:
+		if owner, ok := d.topics.owner(m.Topic); ok {
+			d.say(m.Payload, owner)
+			return
+		}
+		d.log.Debug("ignoring message on unknown topic", "topic", m.Topic)
+	}
+}
+
+func (d *Daemon) say(payload []byte, owner string) {
+	d.stats.received.Add(1)
+	r, err := DecodeSay(payload, d.now(), &d.decode)
+	if owner != "" {
+		if oerr := ValidateName(owner); oerr != nil {
+			err, owner = &DecodeError{Reason: ReasonBadName, Field: "owner", Err: oerr}, ""
+		}
+	}
+	if err != nil {
+		reason := ReasonInvalidJSON
+		if de := (*DecodeError)(nil); errors.As(err, &de) {
+			reason = de.Reason
+		}
+		d.emitFailed(r.ID, owner, "", reason, err)
+		return
+	}
+	r.Owner = owner
+	if r.TTL == 0 {
+		r.TTL = d.opts.DefaultTTL
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		d.log.Debug("ignoring say during shutdown", "id", r.ID)
+		return
+	}
+	if r.Voice != "" && !slices.Contains(d.voices, r.Voice) {
+		d.emitFailed(r.ID, owner, "", ReasonUnknownVoice, fmt.Errorf("%w %q", ErrUnknownVoice, r.Voice))
+		return
+	}
+	res := d.queue.push(r, r.Received)
+	if res.duplicate {
+		d.stats.duplicates.Add(1)
+		d.log.Debug("ignoring duplicate id", "id", r.ID)
+		return
+	}
+	if res.accepted {
+		d.stats.queued.Add(1)
+		d.emit(Event{ID: r.ID, State: EventQueued, Owner: owner})
+	}
+	for _, x := range res.dropped {
+		d.emitDropped(&x.req, x.reason)
+	}
+	if res.accepted && r.Interrupt {
+		d.cutLocked(ReasonInterrupted)
+	}
+	signal(d.work)
+	d.markState()
+}
+
+// stop drops everything queued and cuts what is playing.
+func (d *Daemon) stop() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range d.queue.clear() {
+		d.emitDropped(&r, ReasonStopped)
+	}
+	d.cutLocked(ReasonStopped)
+	d.markState()
+}
+
+// cutLocked stops the playing request at once: its context ends, which
+// makes the worker call Sink.Abort. The first reason wins.
+func (d *Daemon) cutLocked(reason string) {
+	if j := d.current; j != nil && j.cutReason == "" {
+		j.cutReason = reason
+		j.cancel()
+	}
+}
+
+func (d *Daemon) setVolume(payload []byte) {
+	v, err := ParseVolume(payload)
+	if err != nil {
+		d.emitFailed("", "", "volume/set", ReasonBadVolume, err)
+		return
+	}
+	d.volume.Store(math.Float64bits(v))
+	d.log.Info("volume set", "volume", v)
+	d.markState()
+}
+
+func (d *Daemon) setVoice(payload []byte) {
+	name := strings.TrimSpace(string(payload))
+	if err := ValidateName(name); err != nil {
+		d.emitFailed("", "", "voice/set", ReasonBadName, err)
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !slices.Contains(d.voices, name) {
+		d.emitFailed("", "", "voice/set", ReasonUnknownVoice, fmt.Errorf("%w %q", ErrUnknownVoice, name))
+		return
+	}
+	d.voice = name
+	d.log.Info("default voice set", "voice", name)
+	d.markState()
+}

@@ -1,0 +1,155 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+)
+
+// Home Assistant device-based discovery: one retained JSON document on
+// <prefix>/device/<node>/config describes the device and all its entities
+// ("cmps"). Options at the top level (availability, qos) apply to every
+// component.
+
+type haDevice struct {
+	IDs          []string `json:"ids"`
+	Name         string   `json:"name"`
+	Manufacturer string   `json:"mf"`
+	Model        string   `json:"mdl"`
+	SWVersion    string   `json:"sw"`
+}
+
+type haOrigin struct {
+	Name      string `json:"name"`
+	SWVersion string `json:"sw"`
+	URL       string `json:"url,omitempty"`
+}
+
+type haComponent struct {
+	Platform        string   `json:"p"`
+	UniqueID        string   `json:"unique_id"`
+	DefaultEntityID string   `json:"default_entity_id,omitempty"`
+	Name            string   `json:"name"`
+	Icon            string   `json:"icon,omitempty"`
+	EntityCategory  string   `json:"entity_category,omitempty"`
+	CommandTopic    string   `json:"command_topic,omitempty"`
+	CommandTemplate string   `json:"command_template,omitempty"`
+	StateTopic      string   `json:"state_topic,omitempty"`
+	ValueTemplate   string   `json:"value_template,omitempty"`
+	Options         []string `json:"options,omitempty"`
+	DeviceClass     string   `json:"device_class,omitempty"`
+	StateClass      string   `json:"state_class,omitempty"`
+	Min             *float64 `json:"min,omitempty"`
+	Max             *float64 `json:"max,omitempty"`
+	Step            *float64 `json:"step,omitempty"`
+	Mode            string   `json:"mode,omitempty"`
+	Unit            string   `json:"unit_of_measurement,omitempty"`
+}
+
+type haDiscovery struct {
+	Device              haDevice               `json:"dev"`
+	Origin              haOrigin               `json:"o"`
+	AvailabilityTopic   string                 `json:"availability_topic"`
+	PayloadAvailable    string                 `json:"payload_available"`
+	PayloadNotAvailable string                 `json:"payload_not_available"`
+	QoS                 int                    `json:"qos"`
+	Components          map[string]haComponent `json:"cmps"`
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// discoveryPayload builds the discovery document for the given voices.
+func (d *Daemon) discoveryPayload(voices []string) ([]byte, error) {
+	node, t := d.opts.Node, &d.topics
+	version := d.opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	name := "mynah"
+	if node != DefaultNode {
+		name += " " + node
+	}
+	// entity ids are lowercase with underscores; node may have capitals
+	// and dashes.
+	slug := "mynah_" + strings.ToLower(strings.ReplaceAll(node, "-", "_"))
+	cmp := func(platform, what, label string) haComponent {
+		return haComponent{
+			Platform:        platform,
+			UniqueID:        "mynah_" + node + "_" + what,
+			DefaultEntityID: platform + "." + slug + "_" + what,
+			Name:            label,
+		}
+	}
+
+	say := cmp("notify", "say", "Say")
+	say.Icon = "mdi:account-voice"
+	say.CommandTopic = t.say
+
+	volume := cmp("number", "volume", "Volume")
+	volume.Icon = "mdi:volume-high"
+	volume.CommandTopic = t.volume
+	// The % makes the value unambiguous for ParseVolume: a bare "1" means
+	// full volume, "1%" one percent.
+	volume.CommandTemplate = "{{ value }}%"
+	volume.StateTopic = t.state
+	volume.ValueTemplate = "{{ (value_json.volume * 100) | round(0) }}"
+	volume.Min, volume.Max, volume.Step = ptr(0), ptr(100), ptr(1)
+	volume.Mode = "slider"
+	volume.Unit = "%"
+
+	stop := cmp("button", "stop", "Stop")
+	stop.Icon = "mdi:stop"
+	stop.CommandTopic = t.stop
+
+	state := cmp("sensor", "state", "State")
+	state.StateTopic = t.state
+	state.ValueTemplate = "{{ value_json.state }}"
+	state.DeviceClass = "enum"
+	state.Options = []string{"idle", "speaking"}
+
+	queue := cmp("sensor", "queue", "Queue length")
+	queue.Icon = "mdi:tray-full"
+	queue.EntityCategory = "diagnostic"
+	queue.StateTopic = t.state
+	queue.ValueTemplate = "{{ value_json.queue }}"
+	queue.StateClass = "measurement"
+
+	cmps := map[string]haComponent{"say": say, "volume": volume, "stop": stop, "state": state, "queue": queue}
+	// A select needs at least one option; without voices there is nothing
+	// to choose.
+	if len(voices) > 0 {
+		voice := cmp("select", "voice", "Voice")
+		voice.Icon = "mdi:account-music"
+		voice.CommandTopic = t.voice
+		voice.StateTopic = t.state
+		voice.ValueTemplate = "{{ value_json.voice }}"
+		voice.Options = voices
+		cmps["voice"] = voice
+	}
+
+	return json.Marshal(haDiscovery{
+		Device: haDevice{IDs: []string{"mynah_" + node}, Name: name, Manufacturer: "mynah",
+			Model: d.opts.Model, SWVersion: version},
+		Origin:              haOrigin{Name: "mynah", SWVersion: version, URL: "https://github.com/mynah-tts/mynah"},
+		AvailabilityTopic:   t.status,
+		PayloadAvailable:    "online",
+		PayloadNotAvailable: "offline",
+		QoS:                 1,
+		Components:          cmps,
+	})
+}
+
+// publishDiscovery refreshes the voice list (new voices show up in the
+// select) and publishes the retained discovery document.
+func (d *Daemon) publishDiscovery(ctx context.Context) {
+	voices := d.opts.Engine.Voices()
+	d.mu.Lock()
+	d.voices = voices
+	d.mu.Unlock()
+	b, err := d.discoveryPayload(voices)
+	if err != nil {
+		d.log.Error("encode discovery", "err", err)
+		return
+	}
+	d.publish(ctx, d.topics.discovery, b, true)
+}

@@ -1,0 +1,173 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"testing"
+)
+
+const discoveryTopic = "homeassistant/device/test/config"
+
+func TestDiscoveryPayload(t *testing.T) {
+	h := newHarness(t, nil).start()
+	waitFor(t, "discovery", func() bool { return len(h.tr.on(discoveryTopic)) == 1 })
+	m := h.tr.on(discoveryTopic)[0]
+	if !m.retained {
+		t.Error("discovery not retained")
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(m.payload, &doc); err != nil {
+		t.Fatalf("discovery is not JSON: %v", err)
+	}
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	obj := func(m map[string]any, k string) map[string]any { o, _ := m[k].(map[string]any); return o }
+
+	dev := obj(doc, "dev")
+	if ids, _ := dev["ids"].([]any); len(ids) != 1 || ids[0] != "mynah_test" {
+		t.Errorf("dev.ids %v", dev["ids"])
+	}
+	for k, want := range map[string]string{"name": "mynah test", "mf": "mynah", "mdl": "mynahd", "sw": "1.2.3"} {
+		if got := str(dev, k); got != want {
+			t.Errorf("dev.%s = %q, want %q", k, got, want)
+		}
+	}
+	if o := obj(doc, "o"); str(o, "name") != "mynah" || str(o, "sw") != "1.2.3" {
+		t.Errorf("origin %v", o)
+	}
+	if str(doc, "availability_topic") != "mynah/test/status" || str(doc, "payload_available") != "online" ||
+		str(doc, "payload_not_available") != "offline" || doc["qos"] != 1.0 {
+		t.Errorf("availability/qos: %v", doc)
+	}
+
+	cmps := obj(doc, "cmps")
+	want := map[string]struct{ platform, command, template string }{
+		"say":    {"notify", "mynah/test/say", ""},
+		"voice":  {"select", "mynah/test/voice/set", "{{ value_json.voice }}"},
+		"volume": {"number", "mynah/test/volume/set", "{{ (value_json.volume * 100) | round(0) }}"},
+		"stop":   {"button", "mynah/test/stop", ""},
+		"state":  {"sensor", "", "{{ value_json.state }}"},
+		"queue":  {"sensor", "", "{{ value_json.queue }}"},
+	}
+	if len(cmps) != len(want) {
+		t.Errorf("%d components, want %d", len(cmps), len(want))
+	}
+	subscribed := h.tr.filters
+	for key, w := range want {
+		c := obj(cmps, key)
+		if c == nil {
+			t.Errorf("component %s missing", key)
+			continue
+		}
+		if str(c, "p") != w.platform || str(c, "unique_id") != "mynah_test_"+key ||
+			str(c, "default_entity_id") != w.platform+".mynah_test_"+key || str(c, "name") == "" {
+			t.Errorf("component %s: %v", key, c)
+		}
+		if _, ok := c["object_id"]; ok {
+			t.Errorf("component %s uses object_id, gone from Home Assistant", key)
+		}
+		if str(c, "command_topic") != w.command {
+			t.Errorf("component %s: command_topic %q, want %q", key, str(c, "command_topic"), w.command)
+		}
+		if w.command != "" && !slices.Contains(subscribed, w.command) {
+			t.Errorf("component %s commands %s, which the daemon does not subscribe to", key, w.command)
+		}
+		if w.template != "" && (str(c, "state_topic") != "mynah/test/state" || str(c, "value_template") != w.template) {
+			t.Errorf("component %s: state %q %q", key, str(c, "state_topic"), str(c, "value_template"))
+		}
+	}
+	if opts, _ := obj(cmps, "voice")["options"].([]any); len(opts) != 2 || opts[0] != "alice" || opts[1] != "bob" {
+		t.Errorf("voice options %v", opts)
+	}
+	vol := obj(cmps, "volume")
+	if vol["min"] != 0.0 || vol["max"] != 100.0 || str(vol, "command_template") != "{{ value }}%" {
+		t.Errorf("volume number %v", vol)
+	}
+	// What the number publishes must parse as the percentage it means.
+	if v, err := ParseVolume([]byte("1.0%")); err != nil || v != 0.01 {
+		t.Errorf("the number's 1%% reads as %v, %v", v, err)
+	}
+}
+
+func TestDiscoveryWithoutVoicesHasNoSelect(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.DefaultVoice = "" })
+	b, err := h.d.discoveryPayload(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Cmps map[string]json.RawMessage `json:"cmps"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := doc.Cmps["voice"]; ok || len(doc.Cmps) != 5 {
+		t.Errorf("components %v", doc.Cmps)
+	}
+}
+
+func TestDiscoveryRepublished(t *testing.T) {
+	h := newHarness(t, nil)
+	var mu sync.Mutex
+	voices := []string{"alice", "bob"}
+	h.eng.fake.VoicesFunc = func() []string { mu.Lock(); defer mu.Unlock(); return voices }
+	h.start()
+	waitFor(t, "discovery at start", func() bool { return len(h.tr.on(discoveryTopic)) == 1 })
+	n := 1
+
+	mu.Lock()
+	voices = []string{"alice", "bob", "carol"}
+	mu.Unlock()
+	h.d.Connected()
+	waitFor(t, "discovery after Connected", func() bool { return len(h.tr.on(discoveryTopic)) == n+1 })
+	msgs := h.tr.on(discoveryTopic)
+	var doc haDiscovery
+	if err := json.Unmarshal(msgs[len(msgs)-1].payload, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Components["voice"].Options; !slices.Equal(got, voices) {
+		t.Errorf("voice options %v after new voices appeared", got)
+	}
+	// The new voice is usable at once.
+	h.send("say", `{"id":"c","text":"x","voice":"carol"}`)
+	h.waitEvent("c", EventFinished)
+
+	h.sendMsg(Message{Topic: "homeassistant/status", Payload: []byte("online")})
+	waitFor(t, "discovery after HA online", func() bool { return len(h.tr.on(discoveryTopic)) == n+2 })
+	h.sendMsg(Message{Topic: "homeassistant/status", Payload: []byte("online"), Retained: true})
+	waitFor(t, "discovery after retained HA online", func() bool { return len(h.tr.on(discoveryTopic)) == n+3 })
+	states := len(h.tr.on("mynah/test/state"))
+	if states < 3 {
+		t.Errorf("%d state publishes: discovery must be followed by state", states)
+	}
+
+	h.sendMsg(Message{Topic: "homeassistant/status", Payload: []byte("offline")})
+	h.send("say", `{"id":"after","text":"x"}`)
+	h.waitEvent("after", EventFinished)
+	if got := len(h.tr.on(discoveryTopic)); got != n+3 {
+		t.Errorf("discovery published on HA offline (%d)", got)
+	}
+}
+
+func TestUnregister(t *testing.T) {
+	h := newHarness(t, nil)
+	if err := h.d.Unregister(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{discoveryTopic, "mynah/test/state"} {
+		msgs := h.tr.on(topic)
+		if len(msgs) != 1 || len(msgs[0].payload) != 0 || !msgs[0].retained {
+			t.Errorf("%s: %+v, want one empty retained message", topic, msgs)
+		}
+	}
+}
+
+func TestSubscriptions(t *testing.T) {
+	h := newHarness(t, nil).start()
+	want := []string{"mynah/test/say", "mynah/test/u/+/say", "mynah/test/stop", "mynah/test/volume/set",
+		"mynah/test/voice/set", "mynah/test/cache/purge", "homeassistant/status"}
+	if !slices.Equal(h.tr.filters, want) {
+		t.Errorf("filters %v, want %v", h.tr.filters, want)
+	}
+}

@@ -1,0 +1,258 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mynah-tts/mynah/audio"
+)
+
+// job is the request being played.
+type job struct {
+	req   Request
+	voice string
+	ctx   context.Context
+	// cancel cuts the job; cutReason says why. Both are used under
+	// Daemon.mu, and cutReason is read by the worker after playing.
+	cancel    context.CancelFunc
+	cutReason string
+}
+
+// jobError is a failure with its event reason.
+type jobError struct {
+	reason string
+	err    error
+}
+
+func (e *jobError) Error() string { return e.err.Error() }
+func (e *jobError) Unwrap() error { return e.err }
+
+// progress is what playing a job achieved so far.
+type progress struct {
+	sentences  int
+	startedAt  time.Time // when the sink accepted the first audio; zero = not yet
+	rate, chns int       // format of the last sentence, for its silence
+}
+
+// worker plays one request at a time until ctx ends or the daemon closes.
+func (d *Daemon) worker(ctx context.Context) {
+	for {
+		j := d.next(ctx)
+		if j == nil {
+			return
+		}
+		d.runJob(j)
+	}
+}
+
+// next waits for the next request that has not expired and makes it the
+// current job.
+func (d *Daemon) next(ctx context.Context) *job {
+	for {
+		d.mu.Lock()
+		if d.closed {
+			d.mu.Unlock()
+			return nil
+		}
+		r, ok, expired := d.queue.pop(d.now())
+		for i := range expired {
+			d.emitDropped(&expired[i], ReasonExpired)
+		}
+		if ok {
+			jctx, cancel := context.WithCancel(ctx)
+			j := &job{req: r, voice: r.Voice, ctx: jctx, cancel: cancel}
+			if j.voice == "" {
+				j.voice = d.voice
+			}
+			d.current = j
+			d.mu.Unlock()
+			d.markState()
+			return j
+		}
+		d.mu.Unlock()
+		if len(expired) > 0 {
+			d.markState()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.work:
+		}
+	}
+}
+
+// runJob plays j and reports how it ended.
+func (d *Daemon) runJob(j *job) {
+	// A cut cancels j.ctx; Abort then runs on its own goroutine and makes
+	// a Write blocked inside the sink return at once.
+	aborted := make(chan struct{})
+	stopAbort := context.AfterFunc(j.ctx, func() {
+		defer close(aborted)
+		if err := d.opts.Sink.Abort(); err != nil {
+			d.log.Warn("abort audio", "id", j.req.ID, "err", err)
+		}
+	})
+	p, err := d.play(j)
+	if !stopAbort() {
+		// The Abort must not land on the next job's audio.
+		d.busy()
+		<-aborted
+		d.idle()
+	}
+	j.cancel()
+
+	d.mu.Lock()
+	reason := j.cutReason
+	d.current = nil
+	d.mu.Unlock()
+	// After the counters below have moved, so the state shows them.
+	defer d.markState()
+
+	r := &j.req
+	var first *float64
+	if !p.startedAt.IsZero() {
+		first = millis(p.startedAt.Sub(r.Received))
+	}
+	switch {
+	case err == nil:
+		d.stats.finished.Add(1)
+		latency := d.now().Sub(r.Received)
+		d.log.Info("spoken", "id", r.ID, "sentences", p.sentences, "latency", latency)
+		d.emit(Event{ID: r.ID, State: EventFinished, Owner: r.Owner, FirstAudioMS: first,
+			LatencyMS: millis(latency), Sentences: &p.sentences})
+	case reason != "":
+		d.emitDropped(r, reason)
+	default:
+		reason := ReasonSynthesis
+		if je := (*jobError)(nil); errors.As(err, &je) {
+			reason = je.reason
+		}
+		d.emitFailed(r.ID, r.Owner, "", reason, err)
+	}
+}
+
+// play speaks j: it streams the sentences to the sink, then drains it.
+func (d *Daemon) play(j *job) (progress, error) {
+	var p progress
+	if err := d.stream(j, &p); err != nil {
+		return p, err
+	}
+	d.busy()
+	err := d.opts.Sink.Drain(j.ctx)
+	d.idle()
+	if err != nil {
+		return p, &jobError{ReasonAudio, fmt.Errorf("drain audio: %w", err)}
+	}
+	return p, nil
+}
+
+// stream runs the engine on its own goroutine and writes each sentence to
+// the sink as it comes. The hand-over channel is unbuffered: while
+// sentence n is written, the engine synthesizes n+1 and then waits in
+// emit until the worker takes it, so synthesis runs exactly one sentence
+// ahead of playback and at most two sentences of PCM are alive. (With a
+// buffer of one it would run two ahead.) stream returns once the engine
+// goroutine has ended.
+func (d *Daemon) stream(j *job, p *progress) error {
+	speakCtx, stopSpeak := context.WithCancel(j.ctx)
+	defer stopSpeak() // also unblocks an engine that emits after returning
+	chunks := make(chan Chunk)
+	speakDone := make(chan error, 1)
+	speech := Speech{Voice: j.voice, Speaker: j.req.Speaker, Text: j.req.Text, Rate: j.req.Rate}
+	go func() {
+		speakDone <- d.opts.Engine.Speak(speakCtx, speech, func(c Chunk) error {
+			select {
+			case chunks <- c:
+				return nil
+			case <-speakCtx.Done():
+				return speakCtx.Err()
+			}
+		})
+	}()
+	// waitSpeak lets the engine goroutine end before the next job starts;
+	// an engine that ignores its context shows up as unhealthy.
+	waitSpeak := func() {
+		stopSpeak()
+		d.busy()
+		<-speakDone
+		d.idle()
+	}
+	for {
+		d.busy()
+		select {
+		case c := <-chunks:
+			d.idle()
+			p.sentences++
+			if err := d.writeChunk(j, c, p); err != nil {
+				waitSpeak()
+				return err
+			}
+		case err := <-speakDone:
+			d.idle()
+			if err == nil {
+				return nil
+			}
+			reason := ReasonSynthesis
+			if errors.Is(err, ErrUnknownVoice) {
+				reason = ReasonUnknownVoice
+			}
+			return &jobError{reason, fmt.Errorf("synthesize: %w", err)}
+		case <-j.ctx.Done():
+			d.idle()
+			waitSpeak()
+			return j.ctx.Err()
+		}
+	}
+}
+
+// writeChunk writes one sentence and the pause after it.
+func (d *Daemon) writeChunk(j *job, c Chunk, p *progress) error {
+	if len(c.PCM.Samples) > 0 {
+		if err := c.PCM.Validate(); err != nil {
+			return &jobError{ReasonSynthesis, fmt.Errorf("sentence %d: %w", c.Index, err)}
+		}
+		if err := d.writePCM(j, c.PCM, true, p); err != nil {
+			return err
+		}
+		p.rate, p.chns = c.PCM.Rate, c.PCM.Channels
+	}
+	if c.Silence <= 0 || p.rate == 0 {
+		return nil
+	}
+	return d.writePCM(j, audio.Silence(p.rate, p.chns, min(c.Silence, maxSilence)), false, p)
+}
+
+// writePCM hands pcm to the sink in blocks of Options.WriteBlock, reading
+// the volume again for each block so that volume/set is heard at once.
+// speech marks audio that counts as the request's first audio and takes
+// the volume; silence needs neither.
+func (d *Daemon) writePCM(j *job, pcm audio.PCM, speech bool, p *progress) error {
+	frames := pcm.Frames()
+	block := max(1, int(int64(pcm.Rate)*int64(d.opts.WriteBlock)/int64(time.Second)))
+	for off := 0; off < frames; off += block {
+		end := min(off+block, frames)
+		part := audio.PCM{Rate: pcm.Rate, Channels: pcm.Channels, Samples: pcm.Samples[off*pcm.Channels : end*pcm.Channels]}
+		if speech {
+			vol := d.currentVolume()
+			if j.req.Volume != nil {
+				vol = *j.req.Volume
+			}
+			part = audio.ApplyVolume(part, vol)
+		}
+		d.busy()
+		err := d.opts.Sink.Write(j.ctx, part)
+		d.idle()
+		if err != nil {
+			return &jobError{ReasonAudio, fmt.Errorf("write audio: %w", err)}
+		}
+		if speech && p.startedAt.IsZero() {
+			p.startedAt = d.now()
+			d.stats.started.Add(1)
+			d.emit(Event{ID: j.req.ID, State: EventStarted, Owner: j.req.Owner,
+				FirstAudioMS: millis(p.startedAt.Sub(j.req.Received))})
+		}
+	}
+	return nil
+}
