@@ -8,7 +8,7 @@ export CGO_ENABLED := 1
 VOICE_DIR ?= var/voices/mynah-demo
 GREETING  ?= Hello! I am mynah. I speak offline, with a voice this project built itself.
 
-.PHONY: all setup build run test test-short bench fuzz demo-voice vet clean
+.PHONY: all setup build run say install test bench fuzz demo-voice vet clean
 
 all: build
 
@@ -21,10 +21,19 @@ build:
 demo-voice: build
 	@test -f $(VOICE_DIR)/mynah-demo.onnx || bin/mynah voice demo --out $(VOICE_DIR)
 
-# run: set up, build, make the demo voice, and speak a greeting through the
-# default audio device (or into var/greeting.wav when there is none).
-run: setup build demo-voice
+# run: set up, build, and start mynahd on its embedded defaults (embedded
+# MQTT broker on 127.0.0.1:1883, the demo voice); it speaks a greeting and
+# then takes mosquitto_pub -t mynah/mynah/say -m "..." until Ctrl-C. Without
+# a sound card the speech goes to var/speech.wav.
+run: setup build
+	scripts/run.sh
+
+# say: speak one text with the CLI, no daemon.
+say: setup build demo-voice
 	bin/mynah say --voice $(VOICE_DIR) --fallback-wav var/greeting.wav "$(GREETING)"
+
+install: build
+	scripts/install.sh
 
 # test: set up, then the whole suite with the race detector. Tests use the
 # real ONNX Runtime, libespeak-ng and PortAudio (through an ALSA file device).

@@ -54,7 +54,7 @@ func testConfig(t *testing.T, broker, device string) Config {
 	return cfg
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -267,6 +267,7 @@ func TestBrokerKilledAndRestarted(t *testing.T) {
 	url, _ := startDaemon(t, cfg)
 	waitOnline(t, url, cfg.Node)
 
+	broker.Flush(t) // mynahd's persistent session is on disk before the crash
 	broker.Kill()
 	broker.Restart(t)
 	// The will fires when the broker notices; a killed broker never sent
@@ -327,7 +328,7 @@ func TestCheckConfigAndFlags(t *testing.T) {
 	}
 }
 
-func openTestRuntime(t *testing.T) *ort.Runtime {
+func openTestRuntime(t testing.TB) *ort.Runtime {
 	t.Helper()
 	rt, err := ort.Open(nil)
 	if err != nil {

@@ -39,16 +39,15 @@ func TestStartBrokerAddress(t *testing.T) {
 		b2.Close()
 		t.Error("second broker on the same address started")
 	}
+	tc := connectClient(t, b.URL(), uniq(), nil)
+	tc.waitConnected(t)
 	if err := b.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
 	if err := b.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if c, err := net.DialTimeout("tcp", b.Addr(), time.Second); err == nil {
-		c.Close()
-		t.Error("closed broker still accepts connections")
-	}
+	waitDisconnected(t, tc) // Close dropped the client
 }
 
 func TestStartBrokerLoopbackOnly(t *testing.T) {

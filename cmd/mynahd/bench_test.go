@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/daemon"
+	"github.com/mynah-tts/mynah/daemon/mqtt"
+	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
+)
+
+// firstWriteSink is a null sink that reports the time of the first Write
+// after each mark: when the first PCM of a request reached the "device".
+type firstWriteSink struct {
+	*audio.NullSink
+	mu    sync.Mutex
+	armed bool
+	first chan time.Time
+}
+
+func (s *firstWriteSink) Write(ctx context.Context, p audio.PCM) error {
+	s.mu.Lock()
+	if s.armed {
+		s.armed = false
+		s.first <- time.Now()
+	}
+	s.mu.Unlock()
+	return s.NullSink.Write(ctx, p)
+}
+
+func (s *firstWriteSink) arm() {
+	s.mu.Lock()
+	s.armed = true
+	s.mu.Unlock()
+}
+
+// BenchmarkPublishToFirstAudio measures MQTT publish (QoS 1, through a
+// real Mosquitto on loopback) to the first PCM at the sink, for a short
+// phrase with the demo voice, synthesized every time (no cache yet).
+// Reports p50 and p99 over all requests; run with -benchtime=200x or more.
+func BenchmarkPublishToFirstAudio(b *testing.B) {
+	// Autosave after every change costs ~0.4 ms per message; not what a
+	// configured mosquitto does.
+	broker := mqtttest.StartMosquittoWith(b, &mqtttest.MosquittoOptions{NoAutosave: true})
+	log := slog.New(slog.DiscardHandler)
+	cfg := DefaultConfig()
+	cfg.Node = "bench"
+	cfg.Voices.Dir = b.TempDir()
+	voices, err := openVoices(openTestRuntime(b), cfg, newNotifier(log), log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer voices.Close()
+	if _, err := voices.Load(""); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client, err := mqtt.Connect(ctx, &mqtt.Options{Broker: broker.URL(), ClientID: "bench-daemon", StatusTopic: daemon.StatusTopic("bench")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close(context.Background())
+	null, err := audio.NewNullSink(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sink := &firstWriteSink{NullSink: null, first: make(chan time.Time, 1)}
+	d, err := daemon.New(&daemon.Options{Node: "bench", Transport: client, Engine: voices, Sink: sink, DefaultVoice: voices.Default()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	pub, err := mqtt.Connect(ctx, &mqtt.Options{Broker: broker.URL(), ClientID: "bench-pub", StatusTopic: "bench/pub/status"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pub.Close(context.Background())
+	time.Sleep(200 * time.Millisecond) // let the daemon's subscription settle
+
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sink.arm()
+		start := time.Now()
+		payload := fmt.Sprintf(`{"id":"b%d","text":"Good morning."}`, i)
+		if err := pub.Publish(ctx, "mynah/bench/say", []byte(payload), false); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case t := <-sink.first:
+			lat = append(lat, t.Sub(start))
+		case <-time.After(wait):
+			b.Fatal("no audio")
+		}
+	}
+	b.StopTimer()
+	cancel()
+	<-done
+	slices.Sort(lat)
+	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
+	b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// BenchmarkStartToReady starts the mynahd binary (embedded broker, demo
+// voice already built, null audio) and measures exec → READY=1, then the
+// idle RSS a few seconds after READY.
+func BenchmarkStartToReady(b *testing.B) {
+	bin := buildMynahd(b)
+	dir := b.TempDir()
+	conf := filepath.Join(dir, "mynahd.yaml")
+	var total time.Duration
+	var rss float64
+	for i := 0; i < b.N; i++ {
+		listen := freeAddr(b)
+		os.WriteFile(conf, []byte("node: bench\nmqtt:\n  embedded_listen: "+listen+"\nvoices:\n  dir: "+dir+"\naudio:\n  device: null\nlog:\n  level: warn\n"), 0o600)
+		sock := newNotifySocket(b)
+		cmd := exec.Command(bin, "-config", conf)
+		cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock.path)
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		sock.expect(b, "READY=1")
+		if i > 0 { // the first start builds the demo voice
+			total += time.Since(start)
+		}
+		if i == b.N-1 {
+			time.Sleep(3 * time.Second)
+			rss = procRSSMB(b, cmd.Process.Pid)
+		}
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	}
+	if b.N > 1 {
+		b.ReportMetric(ms(total/time.Duration(b.N-1)), "ready-ms")
+	}
+	b.ReportMetric(rss, "idle-rss-MB")
+}
+
+func procRSSMB(b *testing.B, pid int) float64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb / 1024
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}

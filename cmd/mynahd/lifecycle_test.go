@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mynah-tts/mynah/daemon"
+	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
+)
+
+// buildMynahd builds the daemon binary for tests that run it as systemd
+// would: as its own process, with signals and a notify socket.
+func buildMynahd(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "mynahd")
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// notifySocket is a fake systemd notify socket.
+type notifySocket struct {
+	path string
+	conn *net.UnixConn
+	msgs chan string
+}
+
+func newNotifySocket(t testing.TB) *notifySocket {
+	t.Helper()
+	// Socket paths are limited to 108 bytes: stay out of deep temp dirs.
+	dir, err := os.MkdirTemp("", "nfy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	s := &notifySocket{path: path, conn: conn, msgs: make(chan string, 1024)}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				close(s.msgs)
+				return
+			}
+			for _, line := range strings.Split(string(buf[:n]), "\n") {
+				if line != "" {
+					s.msgs <- line
+				}
+			}
+		}
+	}()
+	return s
+}
+
+// expect waits for a notification, failing the test after wait.
+func (s *notifySocket) expect(t testing.TB, want string) {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		select {
+		case m := <-s.msgs:
+			if m == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %s from mynahd", want)
+		}
+	}
+}
+
+// TestLifecycleUnderSystemd runs the mynahd binary the way systemd does:
+// READY=1 once the voice is loaded and the broker connected, WATCHDOG=1
+// pings while it works, and on SIGTERM STOPPING=1, "offline" on the status
+// topic and exit status 0.
+func TestLifecycleUnderSystemd(t *testing.T) {
+	bin := buildMynahd(t)
+	broker := mqtttest.StartMosquitto(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "mynahd.yaml")
+	os.WriteFile(conf, []byte("node: hall\nmqtt:\n  broker: "+broker.URL()+"\nvoices:\n  dir: "+dir+"\naudio:\n  device: null\nlog:\n  format: journal\n"), 0o600)
+	sock := newNotifySocket(t)
+
+	status := mqtttest.Subscribe(t, broker.URL(), daemon.StatusTopic("hall"))
+	cmd := exec.Command(bin, "-config", conf)
+	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock.path, "WATCHDOG_USEC=400000")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+
+	sock.expect(t, "READY=1")
+	sock.expect(t, "WATCHDOG=1")
+	sock.expect(t, "WATCHDOG=1")
+
+	ev := mqtttest.Subscribe(t, broker.URL(), "mynah/hall/event")
+	mqtttest.Publish(t, broker.URL(), "mynah/hall/say", []byte(`{"id":"life","text":"Still here."}`), false)
+	for finished := false; !finished; {
+		select {
+		case m := <-ev:
+			var e daemon.Event
+			finished = json.Unmarshal(m.Payload, &e) == nil && e.ID == "life" && e.State == "finished"
+		case <-time.After(wait):
+			t.Fatalf("no finished event; mynahd said:\n%s", stderr.String())
+		}
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	sock.expect(t, "STOPPING=1")
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("mynahd exited with %v after SIGTERM:\n%s", err, stderr.String())
+		}
+	case <-time.After(wait):
+		t.Fatal("mynahd did not exit after SIGTERM")
+	}
+	// online while it ran, offline after it stopped.
+	var last string
+	for drained := false; !drained; {
+		select {
+		case m := <-status:
+			last = string(m.Payload)
+		case <-time.After(2 * time.Second):
+			drained = true
+		}
+	}
+	if last != "offline" {
+		t.Fatalf("status after SIGTERM is %q, want offline", last)
+	}
+	if strings.Contains(stderr.String(), "level=ERROR") {
+		t.Fatalf("errors logged:\n%s", stderr.String())
+	}
+}

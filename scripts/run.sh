@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# run.sh starts mynahd on its embedded defaults (embedded MQTT broker on
+# 127.0.0.1:1883, the demo voice), speaks a greeting through it, and keeps
+# it running in the foreground until Ctrl-C. `make run` calls it after
+# setup and build.
+#
+# State lives in var/ of the project: var/mynahd.yaml (written once; edit
+# it freely), var/voices/ (the demo voice is built there on first start).
+# On a machine without a sound card the speech goes to var/speech.wav.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+[ -x bin/mynahd ] || { echo "run: bin/mynahd is missing; run 'make build' first" >&2; exit 1; }
+command -v mosquitto_pub >/dev/null || { echo "run: mosquitto_pub is missing; run scripts/setup.sh" >&2; exit 1; }
+
+mkdir -p var/voices
+conf=var/mynahd.yaml
+if [ ! -f "$conf" ]; then
+  cat >"$conf" <<YAML
+# mynahd configuration for 'make run' (see systemd/mynahd.yaml for every key)
+node: mynah
+voices:
+  dir: $root/var/voices
+audio:
+  # No sound card? Then the speech is written to this file.
+  fallback: "wav:$root/var/speech.wav"
+YAML
+fi
+node=$(sed -n 's/^node: *//p' "$conf" | head -n1)
+node=${node:-mynah}
+greeting=${GREETING:-Hello! I am mynah. I speak offline, with a voice this project built itself.}
+
+bin/mynahd -config "$conf" &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null; wait $pid' INT TERM
+
+# Wait until mynahd says it is online (retained on its status topic).
+for _ in $(seq 1 150); do
+  kill -0 $pid 2>/dev/null || { wait $pid; exit $?; }
+  if [ "$(mosquitto_sub -h 127.0.0.1 -p 1883 -t "mynah/$node/status" -C 1 -W 1 2>/dev/null)" = online ]; then
+    break
+  fi
+  sleep 0.2
+done
+mosquitto_pub -h 127.0.0.1 -p 1883 -q 1 -t "mynah/$node/say" -m "$greeting"
+cat >&2 <<MSG
+
+mynahd is running (Ctrl-C stops it). Try, from another terminal:
+  mosquitto_pub -t mynah/$node/say -m "The washing machine has finished."
+  mosquitto_pub -t mynah/$node/say -m '{"text":"Dinner is ready.","speaker":"wren","priority":"alert"}'
+  mosquitto_sub -v -t 'mynah/$node/#'
+MSG
+wait $pid
