@@ -21,6 +21,7 @@ import (
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/audiotest"
 	"github.com/mynah-tts/mynah/daemon"
+	"github.com/mynah-tts/mynah/daemon/mqtt"
 	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
@@ -336,4 +337,76 @@ func openTestRuntime(t testing.TB) *ort.Runtime {
 	}
 	t.Cleanup(func() { rt.Close() })
 	return rt
+}
+
+// TestBadInputOverMosquitto: hostile payloads through a real broker each
+// get a failed event with a reason; retained commands and duplicate ids
+// are not spoken; a burst overflows the queue with events, and mynahd
+// still speaks afterwards.
+func TestBadInputOverMosquitto(t *testing.T) {
+	broker := mqtttest.StartMosquitto(t)
+	cfg := testConfig(t, broker.URL(), "null")
+	cfg.Queue.Size = 4
+	// A retained command left on the broker must not be spoken when mynahd
+	// (re)subscribes: it is stale by definition. (Live delivery clears the
+	// retain flag, so only what a subscription brings up is retained.)
+	mqtttest.Publish(t, broker.URL(), "mynah/kitchen/say", []byte(`{"id":"retained-1","text":"Old news."}`), true)
+	url, _ := startDaemon(t, cfg)
+	waitOnline(t, url, cfg.Node)
+	ev := watchEvents(t, url, cfg.Node)
+	say := func(payload []byte, retained bool) { mqtttest.Publish(t, url, "mynah/kitchen/say", payload, retained) }
+
+	deep := strings.Repeat(`{"a":`, 100) + "1" + strings.Repeat("}", 100)
+	for _, c := range []struct {
+		payload []byte
+		reason  string
+	}{
+		{[]byte{}, daemon.ReasonEmpty},
+		{bytes.Repeat([]byte("a"), 1<<20), daemon.ReasonTooLarge},
+		{[]byte("caf\xe9"), daemon.ReasonInvalidUTF8},
+		{[]byte("he\x00llo"), daemon.ReasonNULByte},
+		{[]byte(deep), daemon.ReasonTooDeep},
+		{[]byte(`{"text": 42}`), daemon.ReasonBadField},
+		{[]byte(`{"text":"hi","rate":1e309}`), ""},
+		{[]byte(`{"text":"hi","voice":"../../etc"}`), daemon.ReasonBadName},
+		{[]byte(`{"text":"hi","voice":"klingon"}`), daemon.ReasonUnknownVoice},
+	} {
+		say(c.payload, false)
+		e := ev.next(state("failed"))
+		if e.Reason == "" || (c.reason != "" && e.Reason != c.reason) {
+			t.Errorf("payload %.40q: reason %q, want %q", c.payload, e.Reason, c.reason)
+		}
+	}
+
+	say([]byte(`{"id":"dup","text":"Once."}`), false)
+	say([]byte(`{"id":"dup","text":"Once."}`), false)
+	say([]byte(`{"id":"marker","text":"Done."}`), false)
+	counts := map[string]int{}
+	for {
+		e := ev.next(func(daemon.Event) bool { return true })
+		if e.State == "finished" {
+			counts[e.ID]++
+		}
+		if e.ID == "marker" && e.State == "finished" {
+			break
+		}
+	}
+	if counts["retained-1"] != 0 || counts["dup"] != 1 {
+		t.Fatalf("finished counts %v: retained must be ignored, a duplicate id spoken once", counts)
+	}
+
+	// A burst much larger than the queue: queue_full events, then service.
+	pub, err := mqtt.Connect(context.Background(), &mqtt.Options{Broker: url, ClientID: "burst", StatusTopic: "test/burst/status"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close(context.Background())
+	for i := range 1000 {
+		if err := pub.Publish(context.Background(), "mynah/kitchen/say", []byte(fmt.Sprintf(`{"id":"burst-%d","text":"Burst %d."}`, i, i)), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev.next(func(e daemon.Event) bool { return e.State == "dropped" && e.Reason == daemon.ReasonQueueFull })
+	say([]byte(`{"id":"after-burst","text":"Still talking.","priority":"alert"}`), false)
+	ev.next(stateID("finished", "after-burst"))
 }
