@@ -141,7 +141,7 @@ func BenchmarkStartToReady(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N*starts; i++ {
 		listen := freeAddr(b)
-		os.WriteFile(conf, []byte("node: bench\nmqtt:\n  embedded_listen: "+listen+"\nvoices:\n  dir: "+dir+"\naudio:\n  device: null\nlog:\n  level: warn\n"), 0o600)
+		os.WriteFile(conf, []byte("node: bench\nmqtt:\n  embedded_listen: "+listen+"\nvoices:\n  dir: "+dir+"\naudio:\n  device: \"null\"\nlog:\n  level: warn\n"), 0o600)
 		sock := newNotifySocket(b)
 		cmd := exec.Command(bin, "-config", conf)
 		cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock.path)
