@@ -71,6 +71,19 @@ func CaptureALSA() (rawPath string, cleanup func(), err error) {
 		os.RemoveAll(dir)
 		return "", nil, err
 	}
+	// A go command a test starts (go build of a binary under test) finds
+	// its build and module caches through HOME: pin them where they are
+	// now, or every such build starts from nothing.
+	if os.Getenv("GOCACHE") == "" {
+		if d, err := os.UserCacheDir(); err == nil {
+			os.Setenv("GOCACHE", filepath.Join(d, "go-build"))
+		}
+	}
+	if os.Getenv("GOPATH") == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			os.Setenv("GOPATH", filepath.Join(h, "go"))
+		}
+	}
 	// With cgo, os.Setenv also updates the C environment ALSA reads.
 	os.Setenv("HOME", dir)
 	os.Unsetenv("ALSA_CONFIG_PATH")

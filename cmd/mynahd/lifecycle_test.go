@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,62 +29,6 @@ func buildMynahd(t testing.TB) string {
 	return bin
 }
 
-// notifySocket is a fake systemd notify socket.
-type notifySocket struct {
-	path string
-	conn *net.UnixConn
-	msgs chan string
-}
-
-func newNotifySocket(t testing.TB) *notifySocket {
-	t.Helper()
-	// Socket paths are limited to 108 bytes: stay out of deep temp dirs.
-	dir, err := os.MkdirTemp("", "nfy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	s := &notifySocket{path: path, conn: conn, msgs: make(chan string, 1024)}
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				close(s.msgs)
-				return
-			}
-			for _, line := range strings.Split(string(buf[:n]), "\n") {
-				if line != "" {
-					s.msgs <- line
-				}
-			}
-		}
-	}()
-	return s
-}
-
-// expect waits for a notification, failing the test after wait.
-func (s *notifySocket) expect(t testing.TB, want string) {
-	t.Helper()
-	deadline := time.After(wait)
-	for {
-		select {
-		case m := <-s.msgs:
-			if m == want {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("no %s from mynahd", want)
-		}
-	}
-}
-
 // TestLifecycleUnderSystemd runs the mynahd binary the way systemd does:
 // READY=1 once the voice is loaded and the broker connected, WATCHDOG=1
 // pings while it works, and on SIGTERM STOPPING=1, "offline" on the status
@@ -96,11 +39,11 @@ func TestLifecycleUnderSystemd(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "mynahd.yaml")
 	os.WriteFile(conf, []byte("node: hall\nmqtt:\n  broker: "+broker.URL()+"\nvoices:\n  dir: "+dir+"\naudio:\n  device: \"null\"\nlog:\n  format: journal\n"), 0o600)
-	sock := newNotifySocket(t)
+	sd := newFakeSystemd(t)
 
 	status := mqtttest.Subscribe(t, broker.URL(), daemon.StatusTopic("hall"))
 	cmd := exec.Command(bin, "-config", conf)
-	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock.path, "WATCHDOG_USEC=400000")
+	cmd.Env = append(os.Environ(), "WATCHDOG_USEC=400000")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -110,9 +53,9 @@ func TestLifecycleUnderSystemd(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { cmd.Process.Kill() })
 
-	sock.expect(t, "READY=1")
-	sock.expect(t, "WATCHDOG=1")
-	sock.expect(t, "WATCHDOG=1")
+	sd.expect("READY=1")
+	sd.expect("WATCHDOG=1")
+	sd.expect("WATCHDOG=1")
 
 	ev := mqtttest.Subscribe(t, broker.URL(), "mynah/hall/event")
 	mqtttest.Publish(t, broker.URL(), "mynah/hall/say", []byte(`{"id":"life","text":"Still here."}`), false)
@@ -129,7 +72,7 @@ func TestLifecycleUnderSystemd(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	sock.expect(t, "STOPPING=1")
+	sd.expect("STOPPING=1")
 	select {
 	case err := <-exited:
 		if err != nil {

@@ -18,11 +18,14 @@ const waitLimit = 10 * time.Second
 
 // fakeSystemd is the service manager's end of $NOTIFY_SOCKET.
 type fakeSystemd struct {
-	t    *testing.T
+	t    testing.TB
+	path string
 	conn *net.UnixConn
 }
 
-func newFakeSystemd(t *testing.T) *fakeSystemd {
+// newFakeSystemd listens on a fresh socket and points $NOTIFY_SOCKET (of
+// this process, and so of children started with os.Environ) at it.
+func newFakeSystemd(t testing.TB) *fakeSystemd {
 	t.Helper()
 	// A short directory: unix socket paths are limited to 108 bytes and
 	// t.TempDir() names can be long.
@@ -38,7 +41,18 @@ func newFakeSystemd(t *testing.T) *fakeSystemd {
 	}
 	t.Cleanup(func() { conn.Close() })
 	t.Setenv("NOTIFY_SOCKET", path)
-	return &fakeSystemd{t: t, conn: conn}
+	return &fakeSystemd{t: t, path: path, conn: conn}
+}
+
+// expect reads notifications until one is want, failing the test when none
+// comes within waitLimit.
+func (s *fakeSystemd) expect(want string) {
+	s.t.Helper()
+	for {
+		if s.next() == want {
+			return
+		}
+	}
 }
 
 // next returns the next notification, failing the test after waitLimit.
