@@ -16,8 +16,10 @@ require (
 
 require (
 	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/rs/xid v1.4.0 // indirect
+	go.etcd.io/bbolt v1.5.0 // indirect
 	golang.org/x/net v0.44.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/sys v0.36.0 // indirect
+	golang.org/x/sys v0.45.0 // indirect
 )
