@@ -1,0 +1,231 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mynah-tts/mynah/quant/ort"
+)
+
+// fieldError is one problem found by Validate, named by its YAML path.
+type fieldError struct {
+	Field   string // e.g. "mqtt.broker"
+	Problem string
+}
+
+func (e *fieldError) Error() string        { return e.Field + ": " + e.Problem }
+func (e *fieldError) Is(target error) bool { return target == errInvalidConfig }
+
+var (
+	nodePattern  = regexp.MustCompile(`^[a-z0-9_-]+$`)
+	voicePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+)
+
+const maxVoiceNameLen = 64
+
+// Validate checks every field and returns all problems at once (joined),
+// each naming its field, e.g.
+// `mqtt.broker: scheme "ftp" not supported (tcp, ssl, tls, ws, wss)`.
+// Every error wraps errInvalidConfig. It reads no files.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &fieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
+	}
+
+	switch {
+	case c.Node == "":
+		bad("node", "must not be empty")
+	case len(c.Node) > MaxNodeLen:
+		bad("node", "%d characters; at most %d (MaxNodeLen)", len(c.Node), MaxNodeLen)
+	case !nodePattern.MatchString(c.Node):
+		bad("node", "%q: use only lowercase letters, digits, '_' and '-' (it is part of MQTT topics and Home Assistant ids)", c.Node)
+	}
+
+	c.MQTT.validate(bad)
+
+	if c.Voices.Dir == "" {
+		bad("voices.dir", "must not be empty")
+	} else {
+		checkPath(bad, "voices.dir", c.Voices.Dir)
+	}
+	if v := c.Voices.Default; v != "" {
+		switch {
+		case len(v) > maxVoiceNameLen:
+			bad("voices.default", "%d characters; at most %d", len(v), maxVoiceNameLen)
+		case !voicePattern.MatchString(v):
+			bad("voices.default", "%q is not a voice name: a directory name inside voices.dir (letters, digits, '.', '_', '-'; no '/')", v)
+		}
+	}
+
+	checkPath(bad, "onnx.library", c.ONNX.Library)
+	switch ort.Provider(c.ONNX.Provider) {
+	case ort.ProviderAuto, ort.ProviderCPU, ort.ProviderCUDA, ort.ProviderTensorRT:
+	default:
+		bad("onnx.provider", "%q not supported (auto, cpu, cuda, tensorrt)", c.ONNX.Provider)
+	}
+	if c.ONNX.Threads < 0 || c.ONNX.Threads > ort.MaxThreads {
+		bad("onnx.threads", "%d out of range (0 to %d; 0 lets ONNX Runtime choose)", c.ONNX.Threads, ort.MaxThreads)
+	}
+
+	a := c.Audio
+	if len(a.Device) > 256 || strings.ContainsFunc(a.Device, isControl) {
+		bad("audio.device", "not a device name (at most 256 printable characters)")
+	}
+	if !(a.Volume >= 0 && a.Volume <= 1) { // also rejects NaN
+		bad("audio.volume", "%v out of range (0 to 1)", a.Volume)
+	}
+	checkDuration(bad, "audio.write_timeout", a.WriteTimeout, 10*time.Millisecond, time.Minute)
+	checkDuration(bad, "audio.sentence_silence", a.SentenceSilence, 0, 5*time.Second)
+	if a.Fallback != "" && a.Fallback != "null" && !isWAVOutput(a.Fallback) {
+		bad("audio.fallback", "%q not supported (\"\" to fail without a device, \"null\" to play into nothing, \"wav:PATH\" for a file)", a.Fallback)
+	}
+	for field, v := range map[string]string{"audio.device": a.Device, "audio.fallback": a.Fallback} {
+		if strings.HasPrefix(v, "wav:") && !isWAVOutput(v) {
+			bad(field, "%q: wav: needs an absolute path ending in .wav", v)
+		}
+	}
+
+	if c.Queue.Size < 1 || c.Queue.Size > MaxQueueSize {
+		bad("queue.size", "%d out of range (1 to %d)", c.Queue.Size, MaxQueueSize)
+	}
+	checkDuration(bad, "queue.default_ttl", c.Queue.DefaultTTL, time.Second, 24*time.Hour)
+
+	if checkDuration(bad, "watchdog_stall", c.WatchdogStall, time.Second, time.Hour) &&
+		c.WatchdogStall <= a.WriteTimeout {
+		bad("watchdog_stall", "%v must exceed audio.write_timeout (%v), or a timed-out write looks like a stuck daemon",
+			c.WatchdogStall, a.WriteTimeout)
+	}
+
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "%q not supported (debug, info, warn, error)", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "auto", "text", "json", "journal":
+	default:
+		bad("log.format", "%q not supported (auto, text, json, journal)", c.Log.Format)
+	}
+	return errors.Join(errs...)
+}
+
+var brokerSchemes = []string{"tcp", "ssl", "tls", "ws", "wss"}
+
+func (m MQTTConfig) validate(bad func(field, format string, args ...any)) {
+	tlsBroker := false
+	if m.Broker == "" {
+		if m.EmbeddedListen == "" {
+			bad("mqtt.embedded_listen", "must not be empty when mqtt.broker is empty (the embedded broker listens there)")
+		}
+	} else if u, err := url.Parse(m.Broker); err != nil {
+		bad("mqtt.broker", "not a URL (e.g. tcp://broker.local:1883): %v", err)
+	} else {
+		switch {
+		case !slices.Contains(brokerSchemes, u.Scheme):
+			bad("mqtt.broker", "scheme %q not supported (%s)", u.Scheme, strings.Join(brokerSchemes, ", "))
+		case u.Hostname() == "":
+			bad("mqtt.broker", "%q has no host (e.g. tcp://broker.local:1883)", m.Broker)
+		case u.User != nil:
+			bad("mqtt.broker", "credentials in the URL; use mqtt.username and mqtt.password_file")
+		case (u.Scheme == "tcp" || u.Scheme == "ssl" || u.Scheme == "tls") && u.Port() == "":
+			bad("mqtt.broker", "%q has no port (1883 for tcp, 8883 for ssl)", m.Broker)
+		case u.Port() != "" && !validPort(u.Port(), false):
+			bad("mqtt.broker", "port %q out of range (1 to 65535)", u.Port())
+		}
+		tlsBroker = u.Scheme == "ssl" || u.Scheme == "tls" || u.Scheme == "wss"
+	}
+	if m.EmbeddedListen != "" {
+		host, port, err := net.SplitHostPort(m.EmbeddedListen)
+		switch {
+		case err != nil:
+			bad("mqtt.embedded_listen", "%q is not host:port (e.g. 127.0.0.1:1883)", m.EmbeddedListen)
+		case host != "" && net.ParseIP(host) == nil && host != "localhost":
+			bad("mqtt.embedded_listen", "host %q is not an IP address or localhost", host)
+		case !validPort(port, true):
+			bad("mqtt.embedded_listen", "port %q out of range (0 to 65535)", port)
+		}
+	}
+	if len(m.Username) > 256 || strings.ContainsFunc(m.Username, isControl) {
+		bad("mqtt.username", "not a user name (at most 256 printable characters)")
+	}
+	checkPath(bad, "mqtt.password_file", m.PasswordFile)
+	if len(m.ClientID) > 128 || strings.ContainsFunc(m.ClientID, isControl) || strings.ContainsRune(m.ClientID, ' ') {
+		bad("mqtt.client_id", "at most 128 printable characters without spaces")
+	}
+	if checkDuration(bad, "mqtt.keepalive", m.Keepalive, time.Second, 65535*time.Second) &&
+		m.Keepalive%time.Second != 0 {
+		bad("mqtt.keepalive", "%v is not whole seconds (MQTT counts keepalive in seconds)", m.Keepalive)
+	}
+	for _, f := range []struct{ name, value string }{
+		{"mqtt.ca_file", m.CAFile}, {"mqtt.cert_file", m.CertFile}, {"mqtt.key_file", m.KeyFile},
+	} {
+		checkPath(bad, f.name, f.value)
+		if f.value != "" && !tlsBroker {
+			bad(f.name, "set, but mqtt.broker is not ssl://, tls:// or wss://")
+		}
+	}
+	if (m.CertFile == "") != (m.KeyFile == "") {
+		bad("mqtt.cert_file", "a client certificate needs both mqtt.cert_file and mqtt.key_file")
+	}
+	if m.InsecureSkipVerify && !tlsBroker {
+		bad("mqtt.insecure_skip_verify", "set, but mqtt.broker is not ssl://, tls:// or wss://")
+	}
+	p := m.DiscoveryPrefix
+	switch {
+	case p == "":
+		bad("mqtt.discovery_prefix", "must not be empty (Home Assistant's default is homeassistant)")
+	case len(p) > 64:
+		bad("mqtt.discovery_prefix", "%d characters; at most 64", len(p))
+	case strings.ContainsAny(p, "+#") || strings.ContainsFunc(p, isControl):
+		bad("mqtt.discovery_prefix", "%q: MQTT wildcards and control characters are not allowed in a topic", p)
+	case strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.Contains(p, "//"):
+		bad("mqtt.discovery_prefix", "%q has an empty topic level", p)
+	}
+}
+
+// checkDuration reports d outside [lo, hi] and returns whether d was fine.
+func checkDuration(bad func(field, format string, args ...any), field string, d, lo, hi time.Duration) bool {
+	if d < lo || d > hi {
+		bad(field, "%v out of range (%v to %v)", d, lo, hi)
+		return false
+	}
+	return true
+}
+
+func checkPath(bad func(field, format string, args ...any), field, p string) {
+	switch {
+	case len(p) > maxPathLen:
+		bad(field, "path longer than %d bytes", maxPathLen)
+	case strings.ContainsRune(p, 0):
+		bad(field, "path contains a NUL byte")
+	}
+}
+
+func validPort(s string, zeroOK bool) bool {
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return false
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n > math.MaxUint16 {
+		return false
+	}
+	return n > 0 || (zeroOK && n == 0)
+}
+
+// isWAVOutput reports whether v is "wav:" followed by an absolute .wav path.
+func isWAVOutput(v string) bool {
+	p, ok := strings.CutPrefix(v, "wav:")
+	return ok && filepath.IsAbs(p) && strings.HasSuffix(p, ".wav")
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
