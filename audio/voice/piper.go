@@ -346,28 +346,31 @@ func (p *Piper) Config() *PiperConfig { return p.cfg }
 // Close releases the ONNX Runtime session.
 func (p *Piper) Close() error { return p.sess.Close() }
 
-// params are the resolved synthesis parameters of a request.
-type params struct {
-	sid                            int64
-	noiseScale, lengthScale, noise float32
+// Params are a request's resolved synthesis parameters: together with the
+// model and the sentence, everything that decides the audio. A phrase
+// cache keys on them.
+type Params struct {
+	Speaker     int64
+	NoiseScale  float32
+	LengthScale float32
+	NoiseW      float32
 }
 
 // Resolve checks a request's speaker and parameters against the voice and
-// returns the values synthesis will use (exported through Params for cache
-// keys).
-func (p *Piper) resolve(req Request) (params, error) {
+// returns the values synthesis will use.
+func (p *Piper) Resolve(req Request) (Params, error) {
 	inf := p.cfg.Inference
-	out := params{noiseScale: inf.NoiseScale, lengthScale: inf.LengthScale, noise: inf.NoiseW}
+	out := Params{NoiseScale: inf.NoiseScale, LengthScale: inf.LengthScale, NoiseW: inf.NoiseW}
 	sid, err := p.speakerID(req.Speaker)
 	if err != nil {
 		return out, err
 	}
-	out.sid = sid
+	out.Speaker = sid
 	for _, f := range []struct {
 		name string
 		src  *float32
 		dst  *float32
-	}{{"length_scale", req.LengthScale, &out.lengthScale}, {"noise_scale", req.NoiseScale, &out.noiseScale}, {"noise_w", req.NoiseW, &out.noise}} {
+	}{{"length_scale", req.LengthScale, &out.LengthScale}, {"noise_scale", req.NoiseScale, &out.NoiseScale}, {"noise_w", req.NoiseW, &out.NoiseW}} {
 		if f.src == nil {
 			continue
 		}
@@ -381,9 +384,9 @@ func (p *Piper) resolve(req Request) (params, error) {
 		if math.IsNaN(req.Rate) || req.Rate < MinRate || req.Rate > MaxRate {
 			return out, fmt.Errorf("%w: rate %v outside %v..%v", ErrBadParameter, req.Rate, MinRate, MaxRate)
 		}
-		out.lengthScale = float32(float64(out.lengthScale) / req.Rate)
+		out.LengthScale = float32(float64(out.LengthScale) / req.Rate)
 	}
-	if out.lengthScale <= 0 {
+	if out.LengthScale <= 0 {
 		return out, fmt.Errorf("%w: length_scale must be above 0", ErrBadParameter)
 	}
 	return out, nil
@@ -419,11 +422,11 @@ func truncate(s string, n int) string {
 // is returned as is. Validation errors (empty text, too long, unknown
 // speaker, bad parameter) come before any audio.
 func (p *Piper) Synthesize(ctx context.Context, req Request, emit func(Chunk) error) error {
-	prm, err := p.resolve(req)
+	prm, err := p.Resolve(req)
 	if err != nil {
 		return err
 	}
-	sentences, err := text.Split(req.Text, p.split)
+	sentences, err := p.Split(req.Text)
 	if err != nil {
 		return err
 	}
@@ -432,7 +435,7 @@ func (p *Piper) Synthesize(ctx context.Context, req Request, emit func(Chunk) er
 			return err
 		}
 		start := time.Now()
-		pcm, unknown, err := p.sentence(s, prm)
+		pcm, unknown, err := p.SynthesizeSentence(s, prm)
 		if err != nil {
 			return fmt.Errorf("sentence %d: %w", i+1, err)
 		}
@@ -447,8 +450,18 @@ func (p *Piper) Synthesize(ctx context.Context, req Request, emit func(Chunk) er
 	return nil
 }
 
-// sentence runs one ONNX call for one sentence.
-func (p *Piper) sentence(s string, prm params) (audio.PCM, int, error) {
+// Split splits text into the sentences Synthesize would speak, with the
+// voice's limits.
+func (p *Piper) Split(s string) ([]string, error) {
+	return text.Split(s, p.split)
+}
+
+// SilenceAfter is the pause that follows every sentence but the last.
+func (p *Piper) SilenceAfter() time.Duration { return p.silence }
+
+// SynthesizeSentence runs one ONNX call for one sentence from Split, and
+// also returns how many phonemes the voice had no id for.
+func (p *Piper) SynthesizeSentence(s string, prm Params) (audio.PCM, int, error) {
 	front := p.front
 	if p.pinyin != nil && mostlyHan(s) {
 		front = p.pinyin
@@ -471,10 +484,10 @@ func (p *Piper) sentence(s string, prm params) (audio.PCM, int, error) {
 	inputs := []ort.Tensor{
 		{Name: "input", Shape: []int64{1, int64(len(ids))}, Int64: ids},
 		{Name: "input_lengths", Shape: []int64{1}, Int64: []int64{int64(len(ids))}},
-		{Name: "scales", Shape: []int64{3}, Float32: []float32{prm.noiseScale, prm.lengthScale, prm.noise}},
+		{Name: "scales", Shape: []int64{3}, Float32: []float32{prm.NoiseScale, prm.LengthScale, prm.NoiseW}},
 	}
 	if p.hasSID {
-		inputs = append(inputs, ort.Tensor{Name: "sid", Shape: []int64{1}, Int64: []int64{prm.sid}})
+		inputs = append(inputs, ort.Tensor{Name: "sid", Shape: []int64{1}, Int64: []int64{prm.Speaker}})
 	}
 	outs, err := p.sess.Run(inputs)
 	if err != nil {
