@@ -502,3 +502,17 @@ func TestPublishErrorsCounted(t *testing.T) {
 		t.Errorf("Unregister = %v", err)
 	}
 }
+
+// TestCacheResult: the finished event says whether the request's audio
+// came from the engine's phrase cache entirely, partly or not at all.
+func TestCacheResult(t *testing.T) {
+	h := newHarness(t, nil)
+	h.eng.cached = func(s string) bool { return s == "Washing done" || s == "Good morning" }
+	h.start()
+	for id, text := range map[string]string{"hit": "Good morning.", "partial": "Washing done. It is 7.", "miss": "It is 8."} {
+		h.send("say", `{"id":"`+id+`","text":"`+text+`"}`)
+		if got := h.waitEvent(id, EventFinished).Cache; got != id {
+			t.Errorf("%q: cache %q, want %q", text, got, id)
+		}
+	}
+}

@@ -36,10 +36,20 @@ type Event struct {
 	// and finished events).
 	FirstAudioMS *float64 `json:"first_audio_ms,omitempty"`
 	// LatencyMS is received → finished (all audio drained).
-	LatencyMS *float64  `json:"latency_ms,omitempty"`
-	Sentences *int      `json:"sentences,omitempty"`
-	Time      time.Time `json:"time"`
+	LatencyMS *float64 `json:"latency_ms,omitempty"`
+	Sentences *int     `json:"sentences,omitempty"`
+	// Cache says where a finished request's audio came from: CacheHit (every
+	// sentence from the phrase cache), CacheMiss (none) or CachePartial.
+	Cache string    `json:"cache,omitempty"`
+	Time  time.Time `json:"time"`
 }
+
+// Values of Event.Cache.
+const (
+	CacheHit     = "hit"
+	CacheMiss    = "miss"
+	CachePartial = "partial"
+)
 
 // State is the retained JSON on mynah/<node>/state, published on every
 // change and every Options.StateInterval.

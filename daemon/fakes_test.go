@@ -149,6 +149,8 @@ type speakRec struct {
 	synth  time.Duration
 	frames int
 	err    error // returned after the sentences
+	// cached marks sentences the fake "found in its phrase cache".
+	cached func(sentence string) bool
 
 	mu    sync.Mutex
 	calls []Speech
@@ -183,7 +185,8 @@ func newSpeakRec(clock *fakeClock) *speakRec {
 			for j := range pcm.Samples {
 				pcm.Samples[j] = 1000
 			}
-			if err := emit(Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm}); err != nil {
+			hit := e.cached != nil && e.cached(sentences[i])
+			if err := emit(Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm, Cached: hit}); err != nil {
 				return err
 			}
 		}

@@ -49,6 +49,7 @@ type Chunk struct {
 	Last    bool
 	PCM     audio.PCM
 	Silence time.Duration // pause to play after PCM
+	Cached  bool          // PCM came from a phrase cache, not from synthesis
 }
 
 // Engine synthesizes speech. Speak calls emit once per sentence, in order,

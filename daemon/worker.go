@@ -32,6 +32,7 @@ func (e *jobError) Unwrap() error { return e.err }
 // progress is what playing a job achieved so far.
 type progress struct {
 	sentences  int
+	cached     int       // sentences that came from the engine's phrase cache
 	startedAt  time.Time // when the sink accepted the first audio; zero = not yet
 	rate, chns int       // format of the last sentence, for its silence
 }
@@ -121,7 +122,7 @@ func (d *Daemon) runJob(j *job) {
 		latency := d.now().Sub(r.Received)
 		d.log.Info("spoken", "id", r.ID, "sentences", p.sentences, "latency", latency)
 		d.emit(Event{ID: r.ID, State: EventFinished, Owner: r.Owner, FirstAudioMS: first,
-			LatencyMS: millis(latency), Sentences: &p.sentences})
+			LatencyMS: millis(latency), Sentences: &p.sentences, Cache: p.cacheResult()})
 	case reason != "":
 		d.emitDropped(r, reason)
 	default:
@@ -207,8 +208,24 @@ func (d *Daemon) stream(j *job, p *progress) error {
 	}
 }
 
+// cacheResult sums up where a finished request's sentences came from.
+func (p *progress) cacheResult() string {
+	switch {
+	case p.sentences == 0:
+		return ""
+	case p.cached == p.sentences:
+		return CacheHit
+	case p.cached == 0:
+		return CacheMiss
+	}
+	return CachePartial
+}
+
 // writeChunk writes one sentence and the pause after it.
 func (d *Daemon) writeChunk(j *job, c Chunk, p *progress) error {
+	if c.Cached {
+		p.cached++
+	}
 	if len(c.PCM.Samples) > 0 {
 		if err := c.PCM.Validate(); err != nil {
 			return &jobError{ReasonSynthesis, fmt.Errorf("sentence %d: %w", c.Index, err)}
