@@ -21,6 +21,8 @@ if [ ! -f "$conf" ]; then
 node: mynah
 voices:
   dir: $root/var/voices
+cache:
+  file: $root/var/cache.db
 audio:
   # No sound card? Then the speech is written to this file.
   fallback: "wav:$root/var/speech.wav"

@@ -21,6 +21,7 @@ Usage:
   mynah voice demo --out DIR    build the demo voice into DIR
   mynah voice info PATH         describe a Piper voice
   mynah devices                 list audio output devices
+  mynah cache stats|purge|check inspect or purge the phrase cache (--file)
   mynah version
 
 Run "mynah COMMAND -h" for a command's flags.
@@ -62,6 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		{"say", runSay},
 		{"voice", runVoice},
 		{"devices", runDevices},
+		{"cache", runCache},
 		{"version", func(context.Context, []string, io.Writer, io.Writer) error {
 			fmt.Fprintln(stdout, "mynah", version)
 			return nil

@@ -68,6 +68,7 @@ type Config struct {
 	ONNX   ONNXConfig   `yaml:"onnx"`
 	Audio  AudioConfig  `yaml:"audio"`
 	Queue  QueueConfig  `yaml:"queue"`
+	Cache  CacheConfig  `yaml:"cache"`
 
 	// WatchdogStall is how long one synthesis step or one audio write may
 	// block before mynahd stops its systemd watchdog pings (and systemd,
@@ -168,6 +169,21 @@ type QueueConfig struct {
 	DefaultTTL time.Duration `yaml:"default_ttl"`
 }
 
+// CacheConfig is the cache section: the audio of sentences already spoken,
+// in one bbolt file, so a repeated announcement plays without synthesis.
+type CacheConfig struct {
+	// File is the cache file; "" turns the phrase cache off. A damaged file
+	// is moved aside (*.corrupt-<time>) and a new one made. Default
+	// /var/lib/mynah/cache.db (the unit's StateDirectory).
+	File string `yaml:"file"`
+	// MaxBytes bounds the cached audio; the least recently used phrases are
+	// evicted first. 1 MiB to 16 GiB, default 67108864 (64 MiB).
+	MaxBytes int64 `yaml:"max_bytes"`
+	// TTL forgets phrases stored longer ago than this; 0s (default) keeps
+	// them until they are evicted.
+	TTL time.Duration `yaml:"ttl"`
+}
+
 // LogConfig is the log section.
 type LogConfig struct {
 	// Level: debug, info (default), warn or error.
@@ -198,6 +214,7 @@ func DefaultConfig() Config {
 			SentenceSilence: 200 * time.Millisecond,
 		},
 		Queue:         QueueConfig{Size: 32, DefaultTTL: 60 * time.Second},
+		Cache:         CacheConfig{File: "/var/lib/mynah/cache.db", MaxBytes: 64 << 20},
 		WatchdogStall: 30 * time.Second,
 		Log:           LogConfig{Level: "info", Format: "auto"},
 	}

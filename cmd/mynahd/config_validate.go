@@ -95,6 +95,16 @@ func (c Config) Validate() error {
 		}
 	}
 
+	checkPath(bad, "cache.file", c.Cache.File)
+	if c.Cache.File != "" && !filepath.IsAbs(c.Cache.File) {
+		bad("cache.file", "%q must be an absolute path (or empty to turn the cache off)", c.Cache.File)
+	}
+	if c.Cache.MaxBytes < 1<<20 || c.Cache.MaxBytes > 16<<30 {
+		bad("cache.max_bytes", "%d out of range (1 MiB to 16 GiB)", c.Cache.MaxBytes)
+	}
+	if c.Cache.TTL < 0 {
+		bad("cache.ttl", "%v is negative (0s keeps phrases until evicted)", c.Cache.TTL)
+	}
 	if c.Queue.Size < 1 || c.Queue.Size > MaxQueueSize {
 		bad("queue.size", "%d out of range (1 to %d)", c.Queue.Size, MaxQueueSize)
 	}

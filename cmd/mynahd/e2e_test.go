@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,7 @@ func testConfig(t *testing.T, broker, device string) Config {
 		cfg.MQTT.EmbeddedListen = freeAddr(t)
 	}
 	cfg.Audio.Device = device
+	cfg.Cache.File = filepath.Join(cfg.Voices.Dir, "cache.db")
 	cfg.Log.Level = "warn"
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -409,4 +411,45 @@ func TestBadInputOverMosquitto(t *testing.T) {
 	ev.next(func(e daemon.Event) bool { return e.State == "dropped" && e.Reason == daemon.ReasonQueueFull })
 	say([]byte(`{"id":"after-burst","text":"Still talking.","priority":"alert"}`), false)
 	ev.next(stateID("finished", "after-burst"))
+}
+
+// TestPhraseCache: a repeated sentence is served from the phrase cache,
+// bit-identical to what was synthesized; a message sharing one sentence
+// reports partial; another speaker misses.
+func TestPhraseCache(t *testing.T) {
+	wav := filepath.Join(t.TempDir(), "out.wav")
+	cfg := testConfig(t, "", "wav:"+wav)
+	url, stop := startDaemon(t, cfg)
+	waitOnline(t, url, cfg.Node)
+	ev := watchEvents(t, url, cfg.Node)
+	say := func(id, payload string) string {
+		mqtttest.Publish(t, url, "mynah/kitchen/say", []byte(payload), false)
+		return ev.next(stateID("finished", id)).Cache
+	}
+	if c := say("a", `{"id":"a","text":"The washing machine has finished."}`); c != daemon.CacheMiss {
+		t.Fatalf("first request: cache %q, want miss", c)
+	}
+	if c := say("b", `{"id":"b","text":"The washing machine has finished."}`); c != daemon.CacheHit {
+		t.Fatalf("repeat: cache %q, want hit", c)
+	}
+	stop()
+	pcm := readWAV(t, wav)
+	half := len(pcm.Samples) / 2
+	if half == 0 || len(pcm.Samples) != 2*half || !slices.Equal(pcm.Samples[:half], pcm.Samples[half:]) {
+		t.Fatalf("the cached audio (%d samples in all) is not identical to the synthesized audio", len(pcm.Samples))
+	}
+
+	// Same cache file, new daemon: the cache persisted.
+	url, _ = startDaemon(t, cfg)
+	waitOnline(t, url, cfg.Node)
+	ev = watchEvents(t, url, cfg.Node)
+	if c := say("c", `{"id":"c","text":"The washing machine has finished. It is 7 pm."}`); c != daemon.CachePartial {
+		t.Fatalf("one shared sentence: cache %q, want partial", c)
+	}
+	if c := say("d", `{"id":"d","text":"The washing machine has finished.","speaker":"wren"}`); c != daemon.CacheMiss {
+		t.Fatalf("another speaker: cache %q, want miss", c)
+	}
+	if c := say("e", `{"id":"e","text":"The washing machine has finished.","rate":1.5}`); c != daemon.CacheMiss {
+		t.Fatalf("another rate: cache %q, want miss", c)
+	}
 }

@@ -2,17 +2,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/voice"
+	"github.com/mynah-tts/mynah/cache"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
@@ -30,14 +31,17 @@ type voiceSet struct {
 	opts *voice.PiperOptions
 	log  *slog.Logger
 
-	mu     sync.Mutex
-	loaded map[string]*voice.Piper
+	// phrases, when set, holds the audio of sentences already spoken.
+	phrases *cache.Store
+	// sessions keeps loaded voices warm (LRU, at most cache.DefaultMaxSessions,
+	// the default voice pinned); concurrent first uses load a voice once.
+	sessions *cache.Sessions[*voice.Piper]
 }
 
 var _ daemon.Engine = (*voiceSet)(nil)
 
 func newVoiceSet(rt *ort.Runtime, dir, def string, opts *voice.PiperOptions, log *slog.Logger) (*voiceSet, error) {
-	vs := &voiceSet{rt: rt, dir: dir, def: def, opts: opts, log: log, loaded: make(map[string]*voice.Piper)}
+	vs := &voiceSet{rt: rt, dir: dir, def: def, opts: opts, log: log}
 	names := vs.Voices()
 	if len(names) == 0 {
 		return nil, fmt.Errorf("no voices in %s (a voice is a directory with NAME.onnx and NAME.onnx.json)", dir)
@@ -48,6 +52,12 @@ func newVoiceSet(rt *ort.Runtime, dir, def string, opts *voice.PiperOptions, log
 	if !slices.Contains(names, vs.def) {
 		return nil, fmt.Errorf("voices.default: %w %q (installed: %s)", daemon.ErrUnknownVoice, vs.def, strings.Join(names, ", "))
 	}
+	vs.sessions = cache.NewSessions(&cache.SessionOptions[*voice.Piper]{
+		Load:   vs.load,
+		Close:  (*voice.Piper).Close,
+		Pinned: []string{vs.def},
+		Logger: log,
+	})
 	return vs, nil
 }
 
@@ -83,53 +93,140 @@ func (vs *voiceSet) scan() (map[string]string, error) {
 // Default is the voice used when a request names none.
 func (vs *voiceSet) Default() string { return vs.def }
 
-// Load returns the named voice, loading it on first use.
-func (vs *voiceSet) Load(name string) (*voice.Piper, error) {
-	if name == "" {
-		name = vs.def
-	}
-	vs.mu.Lock()
-	defer vs.mu.Unlock()
-	if v, ok := vs.loaded[name]; ok {
-		return v, nil
-	}
+// load reads the named voice from disk: the session cache's Load.
+func (vs *voiceSet) load(ctx context.Context, name string) (*voice.Piper, int64, error) {
 	paths, err := vs.scan()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	path, ok := paths[name]
 	if !ok {
-		return nil, fmt.Errorf("%w %q", daemon.ErrUnknownVoice, name)
+		return nil, 0, fmt.Errorf("%w %q", daemon.ErrUnknownVoice, name)
 	}
 	v, err := voice.LoadPiper(vs.rt, path, vs.opts)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	info := v.Info()
 	vs.log.Info("voice loaded", "voice", name, "provider", info.Provider, "rate", info.SampleRate, "speakers", len(info.Speakers))
-	vs.loaded[name] = v
-	return v, nil
+	return v, info.SizeBytes, nil
 }
 
-// Speak implements daemon.Engine.
+// Preload loads the default voice, so the first request does not wait.
+func (vs *voiceSet) Preload(ctx context.Context) (voice.Info, error) {
+	v, release, err := vs.sessions.Get(ctx, vs.def)
+	if err != nil {
+		return voice.Info{}, err
+	}
+	defer release()
+	return v.Info(), nil
+}
+
+// Speak implements daemon.Engine. With a phrase cache, each sentence is
+// looked up before it is synthesized and stored after it was handed on, so
+// "The washing machine has finished. It is 7 pm." reuses the first sentence
+// whatever the time.
 func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon.Chunk) error) error {
-	v, err := vs.Load(s.Voice)
+	name := s.Voice
+	if name == "" {
+		name = vs.def
+	}
+	v, release, err := vs.sessions.Get(ctx, name)
 	if err != nil {
 		return err
 	}
-	return v.Synthesize(ctx, voice.Request{Text: s.Text, Speaker: s.Speaker, Rate: s.Rate}, func(c voice.Chunk) error {
-		return emit(daemon.Chunk{Index: c.Index, Last: c.Last, PCM: c.PCM, Silence: c.Silence})
-	})
+	defer release()
+	req := voice.Request{Text: s.Text, Speaker: s.Speaker, Rate: s.Rate}
+	if vs.phrases == nil {
+		return v.Synthesize(ctx, req, func(c voice.Chunk) error {
+			return emit(daemon.Chunk{Index: c.Index, Last: c.Last, PCM: c.PCM, Silence: c.Silence})
+		})
+	}
+	prm, err := v.Resolve(req)
+	if err != nil {
+		return err
+	}
+	sentences, err := v.Split(s.Text)
+	if err != nil {
+		return err
+	}
+	info := v.Info()
+	for i, sentence := range sentences {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		key := phraseKey(name, info, prm, sentence)
+		pcm, hit := vs.cached(key)
+		if !hit {
+			if pcm, _, err = v.SynthesizeSentence(sentence, prm); err != nil {
+				return fmt.Errorf("sentence %d: %w", i+1, err)
+			}
+		}
+		c := daemon.Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm, Cached: hit}
+		if !c.Last {
+			c.Silence = v.SilenceAfter()
+		}
+		if err := emit(c); err != nil {
+			return err
+		}
+		if !hit {
+			vs.store(key, name, pcm)
+		}
+	}
+	return nil
+}
+
+// phraseKey names one sentence's audio: everything that changes it.
+func phraseKey(voiceName string, info voice.Info, prm voice.Params, sentence string) cache.PhraseKey {
+	return cache.PhraseSpec{
+		ModelDigest: info.Digest,
+		Voice:       voiceName,
+		Speaker:     strconv.FormatInt(prm.Speaker, 10),
+		Params: map[string]float64{
+			"length_scale": float64(prm.LengthScale),
+			"noise_scale":  float64(prm.NoiseScale),
+			"noise_w":      float64(prm.NoiseW),
+		},
+		Settings:   map[string]string{"engine": "piper", "phonemes": info.Phonemes},
+		SampleRate: info.SampleRate,
+		Text:       sentence,
+	}.Key()
+}
+
+// cached returns a sentence's audio from the phrase cache. A damaged record
+// is deleted and reported as a miss, so it is synthesized again; a broken
+// cache is a miss too: speech never waits on it.
+func (vs *voiceSet) cached(key cache.PhraseKey) (audio.PCM, bool) {
+	data, ok, err := vs.phrases.GetPhrase(key)
+	if err != nil {
+		vs.log.Warn("phrase cache read failed", "err", err)
+		return audio.PCM{}, false
+	}
+	if !ok {
+		return audio.PCM{}, false
+	}
+	pcm, err := audio.DecodePhrase(data)
+	if err != nil {
+		vs.log.Warn("damaged phrase record deleted", "key", key.String(), "err", err)
+		if err := vs.phrases.DeletePhrase(key); err != nil {
+			vs.log.Warn("phrase cache delete failed", "err", err)
+		}
+		return audio.PCM{}, false
+	}
+	return pcm, true
+}
+
+// store keeps a synthesized sentence; a failed write is logged (the store
+// counts it) and speech goes on uncached.
+func (vs *voiceSet) store(key cache.PhraseKey, voiceName string, pcm audio.PCM) {
+	data, err := audio.EncodePhrase(pcm)
+	if err == nil {
+		err = vs.phrases.PutPhrase(key, voiceName, data)
+	}
+	if err != nil {
+		vs.log.Warn("phrase not cached", "err", err)
+	}
 }
 
 // Close releases every loaded voice.
-func (vs *voiceSet) Close() error {
-	vs.mu.Lock()
-	defer vs.mu.Unlock()
-	var errs []error
-	for name, v := range vs.loaded {
-		errs = append(errs, v.Close())
-		delete(vs.loaded, name)
-	}
-	return errors.Join(errs...)
-}
+func (vs *voiceSet) Close() error { return vs.sessions.Close() }

@@ -38,7 +38,7 @@ func TestLifecycleUnderSystemd(t *testing.T) {
 	broker := mqtttest.StartMosquitto(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "mynahd.yaml")
-	os.WriteFile(conf, []byte("node: hall\nmqtt:\n  broker: "+broker.URL()+"\nvoices:\n  dir: "+dir+"\naudio:\n  device: \"null\"\nlog:\n  format: journal\n"), 0o600)
+	os.WriteFile(conf, []byte("node: hall\nmqtt:\n  broker: "+broker.URL()+"\nvoices:\n  dir: "+dir+"\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  format: journal\n"), 0o600)
 	sd := newFakeSystemd(t)
 
 	status := mqtttest.Subscribe(t, broker.URL(), daemon.StatusTopic("hall"))

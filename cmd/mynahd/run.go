@@ -15,6 +15,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/portaudio"
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
+	"github.com/mynah-tts/mynah/cache"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt"
 	"github.com/mynah-tts/mynah/quant/ort"
@@ -41,14 +42,28 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		return err
 	}
 	defer voices.Close()
+	if cfg.Cache.File != "" {
+		store, err := cache.Open(cfg.Cache.File, &cache.Options{MaxBytes: cfg.Cache.MaxBytes, TTL: cfg.Cache.TTL, Logger: log.With("component", "cache")})
+		if err != nil {
+			// A cache that cannot be opened (locked by another mynahd, a
+			// read-only disk) must not stop speech.
+			log.Warn("phrase cache unavailable, speaking uncached", "file", cfg.Cache.File, "err", err)
+		} else {
+			defer store.Close()
+			if r := store.Recovery(); r != nil {
+				log.Warn("phrase cache was damaged; moved aside and started empty", "recovery", fmt.Sprintf("%+v", *r))
+			}
+			voices.phrases = store
+		}
+	}
 	// Preload the default voice before READY: the first request must not
 	// pay for loading it.
-	def, err := voices.Load("")
+	def, err := voices.Preload(ctx)
 	if err != nil {
 		return fmt.Errorf("load default voice: %w", err)
 	}
 
-	sink, err := openSink(cfg.Audio, def.Info().SampleRate, log)
+	sink, err := openSink(cfg.Audio, def.SampleRate, log)
 	if err != nil {
 		return err
 	}

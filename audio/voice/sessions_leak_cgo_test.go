@@ -1,0 +1,79 @@
+//go:build cgo
+
+package voice_test
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mynah-tts/mynah/audio/voice"
+	"github.com/mynah-tts/mynah/cache"
+)
+
+// TestSessionCacheLoadEvictRSSLevels loads and evicts the demo voice through
+// cache.Sessions 100 times; if closing leaked ORT memory, RSS would grow by
+// about a session per cycle instead of levelling off.
+func TestSessionCacheLoadEvictRSSLevels(t *testing.T) {
+	rt, dir := openRuntime(t), demoVoice(t)
+	s := cache.NewSessions(&cache.SessionOptions[*voice.Piper]{
+		MaxCount: 1,
+		Load: func(ctx context.Context, key string) (*voice.Piper, int64, error) {
+			v, err := voice.LoadPiper(rt, key, nil)
+			return v, 0, err
+		},
+		Close: func(v *voice.Piper) error { return v.Close() },
+	})
+	defer s.Close()
+	const cycles = 100
+	rss := make([]int64, cycles)
+	for i := range cycles {
+		_, release, err := s.Get(t.Context(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+		if !s.Evict(dir) {
+			t.Fatal("Evict: not cached")
+		}
+		runtime.GC()
+		debug.FreeOSMemory()
+		rss[i] = residentBytes(t)
+	}
+	if st := s.Stats(); st.Loads != cycles || st.Sessions != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	// Allocator noise settles within the first cycles; the second half must
+	// not keep growing.
+	const slack = 8 << 20
+	early, late := rss[cycles/2], rss[cycles-1]
+	t.Logf("RSS after cycle 1: %d KiB, %d: %d KiB, %d: %d KiB", rss[0]>>10, cycles/2, early>>10, cycles, late>>10)
+	if late-early > slack {
+		t.Errorf("RSS grew %d KiB over the last %d load/evict cycles (slack %d KiB): sessions leak", (late-early)>>10, cycles/2, slack>>10)
+	}
+}
+
+func residentBytes(t *testing.T) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}

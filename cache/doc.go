@@ -1,0 +1,16 @@
+// Package cache keeps what mynah must never compute twice.
+//
+// Store is one bbolt file in the state directory holding the phrase audio
+// cache (sentence-granular, keyed by PhraseKey, bounded by bytes with LRU
+// eviction, a TTL and pins) and the queue spool (accepted MQTT requests,
+// durable before they are acknowledged). A broken file never stops speech:
+// Open moves a corrupt file aside and starts a fresh one, and failed writes
+// are returned and counted, never panicked.
+//
+// Sessions is an in-memory LRU of loaded model sessions.
+//
+// The package never imports the daemon, MQTT or cgo packages; values are
+// opaque bytes (the daemon stores audio encoded by the audio package's
+// phrase codec, whose CRC tells it when a record is damaged: it then calls
+// DeletePhrase).
+package cache
