@@ -19,7 +19,8 @@ import (
 )
 
 // voiceSet is the daemon's Engine: the Piper voices installed in one
-// directory, loaded on first use and kept. A voice is a subdirectory
+// directory, loaded on first use and kept warm in a session LRU, with the
+// phrase cache in front of synthesis. A voice is a subdirectory
 // holding one NAME.onnx + NAME.onnx.json (its name is the directory's), or
 // such a pair directly in the directory (its name is NAME). Names come from
 // the directory listing only, so a request can never make mynahd open a
