@@ -182,6 +182,10 @@ type CacheConfig struct {
 	// TTL forgets phrases stored longer ago than this; 0s (default) keeps
 	// them until they are evicted.
 	TTL time.Duration `yaml:"ttl"`
+	// Pinned are texts synthesized at start (before READY) in the default
+	// voice, speaker and settings, and never evicted or expired: the
+	// announcements a household hears every day. Default none.
+	Pinned []string `yaml:"pinned"`
 }
 
 // LogConfig is the log section.
@@ -214,7 +218,7 @@ func DefaultConfig() Config {
 			SentenceSilence: 200 * time.Millisecond,
 		},
 		Queue:         QueueConfig{Size: 32, DefaultTTL: 60 * time.Second},
-		Cache:         CacheConfig{File: "/var/lib/mynah/cache.db", MaxBytes: 64 << 20},
+		Cache:         CacheConfig{File: "/var/lib/mynah/cache.db", MaxBytes: 64 << 20, Pinned: []string{}},
 		WatchdogStall: 30 * time.Second,
 		Log:           LogConfig{Level: "info", Format: "auto"},
 	}
@@ -330,6 +334,18 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 	}
 	if n.Kind == yaml.AliasNode || n.ShortTag() == "!!null" {
 		return nil // aliases point at nodes checked where they are defined
+	}
+	if t.Kind() == reflect.Slice {
+		if n.Kind != yaml.SequenceNode {
+			return fmt.Errorf("%s: expected a list, found %s (line %d): %w",
+				where, kindName(n.Kind), n.Line, errInvalidConfig)
+		}
+		for i, item := range n.Content {
+			if err := checkKeys(item, t.Elem(), fmt.Sprintf("%s[%d]", where, i)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if t.Kind() != reflect.Struct || t == durationType {
 		if n.Kind != yaml.ScalarNode {

@@ -12,9 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mynah-tts/mynah/quant/ort"
 )
+
+// MaxPinnedPhrases bounds cache.pinned: every one is synthesized at start.
+const MaxPinnedPhrases = 100
 
 // fieldError is one problem found by Validate, named by its YAML path.
 type fieldError struct {
@@ -101,6 +105,14 @@ func (c Config) Validate() error {
 	}
 	if c.Cache.MaxBytes < 1<<20 || c.Cache.MaxBytes > 16<<30 {
 		bad("cache.max_bytes", "%d out of range (1 MiB to 16 GiB)", c.Cache.MaxBytes)
+	}
+	if len(c.Cache.Pinned) > MaxPinnedPhrases {
+		bad("cache.pinned", "%d phrases, at most %d", len(c.Cache.Pinned), MaxPinnedPhrases)
+	}
+	for i, p := range c.Cache.Pinned {
+		if n := utf8.RuneCountInString(p); n == 0 || n > 400 || !utf8.ValidString(p) || strings.ContainsFunc(p, isControl) {
+			bad(fmt.Sprintf("cache.pinned[%d]", i), "must be 1 to 400 characters of printable UTF-8")
+		}
 	}
 	if c.Cache.TTL < 0 {
 		bad("cache.ttl", "%v is negative (0s keeps phrases until evicted)", c.Cache.TTL)

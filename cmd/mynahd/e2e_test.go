@@ -453,3 +453,38 @@ func TestPhraseCache(t *testing.T) {
 		t.Fatalf("another rate: cache %q, want miss", c)
 	}
 }
+
+// TestPinnedPhrases: a configured phrase is synthesized and pinned before
+// READY, so its first request is already a cache hit.
+func TestPinnedPhrases(t *testing.T) {
+	cfg := testConfig(t, "", "null")
+	cfg.Cache.Pinned = []string{"Good morning. Breakfast is ready."}
+	url, _ := startDaemon(t, cfg)
+	waitOnline(t, url, cfg.Node)
+	ev := watchEvents(t, url, cfg.Node)
+	mqtttest.Publish(t, url, "mynah/kitchen/say", []byte(`{"id":"gm","text":"Good morning."}`), false)
+	if c := ev.next(stateID("finished", "gm")).Cache; c != daemon.CacheHit {
+		t.Fatalf("first request for a pinned phrase: cache %q, want hit", c)
+	}
+}
+
+func TestPinnedConfig(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		ok   bool
+	}{
+		{"cache:\n  pinned: [\"Good morning.\", \"Dinner is ready.\"]\n", true},
+		{"cache:\n  pinned:\n    - Good night.\n", true},
+		{"cache:\n  pinned: Good night.\n", false},
+		{"cache:\n  pinned: [{a: 1}]\n", false},
+		{"cache:\n  pinned: [\"\"]\n", false},
+	} {
+		cfg, err := ParseConfig([]byte(c.yaml))
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if (err == nil) != c.ok {
+			t.Errorf("%q: error %v, want ok=%v", c.yaml, err, c.ok)
+		}
+	}
+}

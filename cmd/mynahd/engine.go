@@ -177,6 +177,62 @@ func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon
 	return nil
 }
 
+// PinPhrases makes sure every sentence of texts, as the default voice says
+// it with its default speaker and settings, is in the phrase cache and
+// pinned (never evicted), and releases pins no longer configured. mynahd
+// calls it at start, before READY, so "Good morning." plays from the cache
+// the first time it is asked for.
+func (vs *voiceSet) PinPhrases(ctx context.Context, texts []string) error {
+	if vs.phrases == nil {
+		return nil
+	}
+	v, release, err := vs.sessions.Get(ctx, vs.def)
+	if err != nil {
+		return err
+	}
+	defer release()
+	prm, err := v.Resolve(voice.Request{})
+	if err != nil {
+		return err
+	}
+	info := v.Info()
+	want := make(map[cache.PhraseKey]bool)
+	for _, text := range texts {
+		sentences, err := v.Split(text)
+		if err != nil {
+			return fmt.Errorf("pinned phrase %q: %w", text, err)
+		}
+		for _, sentence := range sentences {
+			key := phraseKey(vs.def, info, prm, sentence)
+			want[key] = true
+			if _, hit := vs.cached(key); !hit {
+				pcm, _, err := v.SynthesizeSentence(sentence, prm)
+				if err != nil {
+					return fmt.Errorf("pinned phrase %q: %w", sentence, err)
+				}
+				data, err := audio.EncodePhrase(pcm)
+				if err != nil {
+					return fmt.Errorf("pinned phrase %q: %w", sentence, err)
+				}
+				if err := vs.phrases.PutPhrase(key, vs.def, data); err != nil {
+					return fmt.Errorf("pinned phrase %q: %w", sentence, err)
+				}
+			}
+			if err := vs.phrases.Pin(key); err != nil {
+				return fmt.Errorf("pinned phrase %q: %w", sentence, err)
+			}
+		}
+	}
+	for _, key := range vs.phrases.Pinned() {
+		if !want[key] {
+			if err := vs.phrases.Unpin(key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // phraseKey names one sentence's audio: everything that changes it.
 func phraseKey(voiceName string, info voice.Info, prm voice.Params, sentence string) cache.PhraseKey {
 	return cache.PhraseSpec{

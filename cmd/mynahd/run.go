@@ -54,6 +54,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 				log.Warn("phrase cache was damaged; moved aside and started empty", "recovery", fmt.Sprintf("%+v", *r))
 			}
 			voices.phrases = store
+			if err := voices.PinPhrases(ctx, cfg.Cache.Pinned); err != nil {
+				log.Warn("pinned phrases not cached", "err", err)
+			}
 		}
 	}
 	// Preload the default voice before READY: the first request must not
