@@ -25,7 +25,8 @@ type Message struct {
 
 // Transport is the MQTT connection. The implementation owns connecting,
 // the last will (offline, retained, on the status topic), publishing
-// "online" after every connect, and re-subscribing after every reconnect.
+// "online" once subscribed after every connect, and re-subscribing after
+// every reconnect.
 type Transport interface {
 	// Subscribe subscribes to filters at QoS 1. handle is called for every
 	// message on the client's goroutine: it must return quickly and never

@@ -35,6 +35,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"sync"
@@ -88,6 +89,11 @@ type Client struct {
 	// (which would make the broker send retained messages twice).
 	attempting bool
 	renewed    chan struct{}
+	// onlinePending is set when a connect found nothing subscribed yet:
+	// "online" then waits for the first Subscribe, so nobody is told the
+	// daemon listens before it does (a fresh session would drop commands
+	// published in between).
+	onlinePending bool
 }
 
 type subscription struct {
@@ -256,7 +262,22 @@ func (c *Client) Subscribe(filters []string, handle func(daemon.Message)) error 
 		c.mu.Unlock()
 		return fmt.Errorf("subscribe %q: %w", filters, err)
 	}
+	c.mu.Lock()
+	pending := c.onlinePending
+	c.onlinePending = false
+	c.mu.Unlock()
+	if pending {
+		c.publishOnline(c.s.log.With(logKeyBroker, c.s.broker.Redacted(), logKeyClientID, c.s.clientID))
+	}
 	return nil
+}
+
+// publishOnline announces, retained, that the client is connected and
+// subscribed.
+func (c *Client) publishOnline(log *slog.Logger) {
+	if err := c.publish(c.ctx, c.s.statusTopic, []byte(StatusOnline), true); err != nil {
+		log.Warn("mqtt publish online failed", logKeyTopic, c.s.statusTopic, logKeyErr, err)
+	}
 }
 
 func (s *subscription) matches(topic string) bool {
@@ -472,8 +493,12 @@ func (c *Client) onConnect(paho.Client) {
 	if renewed != nil {
 		close(renewed)
 	}
-	if err := c.publish(c.ctx, c.s.statusTopic, []byte(StatusOnline), true); err != nil {
-		log.Warn("mqtt publish online failed", logKeyTopic, c.s.statusTopic, logKeyErr, err)
+	if len(filters) == 0 {
+		c.mu.Lock()
+		c.onlinePending = true
+		c.mu.Unlock()
+	} else {
+		c.publishOnline(log)
 	}
 	if c.s.onConnect != nil && c.ctx.Err() == nil {
 		c.s.onConnect()

@@ -320,14 +320,15 @@ func TestSessionBacklogBeforeSubscribe(t *testing.T) {
 	}
 
 	second := connectClient(t, m.URL(), node, nil)
-	// "online" is published after CONNACK and after the broker sent the
-	// backlog on the same connection, so by now the backlog is held.
-	waitPayload(t, status, mqtt.StatusOnline, live)
+	// The broker sends the backlog right after CONNACK, before anything
+	// is subscribed on this connection; the client holds it until
+	// Subscribe. "online" now comes only after that first Subscribe.
 	second.waitConnected(t)
 	cnt := newCounter()
 	if err := second.Subscribe([]string{"mynah/" + node + "/say"}, cnt.handle); err != nil {
 		t.Fatal(err)
 	}
+	waitPayload(t, status, mqtt.StatusOnline, live)
 	cnt.waitAll(t, want)
 	mqtttest.Publish(t, m.URL(), "mynah/"+node+"/say", []byte("fence"), false)
 	cnt.waitAll(t, []string{"fence"})

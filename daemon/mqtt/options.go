@@ -86,7 +86,8 @@ type Options struct {
 	// StatusTopic (required), e.g. mynah/<node>/status, carries the
 	// retained availability: the last will publishes "offline" (QoS 1,
 	// retained) when the connection dies, every (re)connect publishes
-	// "online", and Close publishes "offline".
+	// "online" once the subscriptions are in place (on the first connect,
+	// after the first Subscribe), and Close publishes "offline".
 	StatusTopic string
 
 	// OnConnect, if set, runs after every successful connect and

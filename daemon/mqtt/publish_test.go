@@ -138,6 +138,7 @@ func TestCloseOffline(t *testing.T) {
 	node := uniq()
 	status := mqtttest.Subscribe(t, url, "mynah/"+node+"/status")
 	tc := connectClient(t, url, node, nil)
+	tc.subscribe(t, "mynah/"+node+"/say") // "online" follows the first subscription
 	waitPayload(t, status, mqtt.StatusOnline, nil)
 	tc.waitConnected(t)
 
