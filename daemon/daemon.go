@@ -399,10 +399,21 @@ func (d *Daemon) currentVolume() float64 { return math.Float64frombits(d.volume.
 // discovery payload) and clears the retained state. mynahd -unregister
 // calls it without Run.
 func (d *Daemon) Unregister(ctx context.Context) error {
-	if err := d.opts.Transport.Publish(ctx, d.topics.discovery, nil, true); err != nil {
+	return Unregister(ctx, d.opts.Transport, d.opts.Node, d.opts.DiscoveryPrefix)
+}
+
+// Unregister removes node from Home Assistant over t without a running
+// Daemon (mynahd -unregister): an empty retained discovery payload, and the
+// retained state cleared. prefix "" is "homeassistant".
+func Unregister(ctx context.Context, t Transport, node, prefix string) error {
+	if prefix == "" {
+		prefix = DefaultDiscoveryPrefix
+	}
+	tp := newTopics(node, prefix)
+	if err := t.Publish(ctx, tp.discovery, nil, true); err != nil {
 		return fmt.Errorf("unregister: remove discovery: %w", err)
 	}
-	if err := d.opts.Transport.Publish(ctx, d.topics.state, nil, true); err != nil {
+	if err := t.Publish(ctx, tp.state, nil, true); err != nil {
 		return fmt.Errorf("unregister: clear state: %w", err)
 	}
 	return nil

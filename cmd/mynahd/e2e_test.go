@@ -488,3 +488,33 @@ func TestPinnedConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestUnregisterWhileRunning: mynahd -unregister clears the discovery
+// payload without disturbing a running daemon (its own client id, no
+// status announcements): the daemon stays online and keeps speaking.
+func TestUnregisterWhileRunning(t *testing.T) {
+	broker := mqtttest.StartMosquitto(t)
+	cfg := testConfig(t, broker.URL(), "null")
+	url, _ := startDaemon(t, cfg)
+	waitOnline(t, url, cfg.Node)
+	status := mqtttest.Subscribe(t, url, daemon.StatusTopic(cfg.Node))
+	<-status // the retained "online"
+
+	if err := runUnregister(context.Background(), cfg, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	discovery := mqtttest.Subscribe(t, url, daemon.DiscoveryTopic("homeassistant", cfg.Node))
+	select {
+	case m := <-discovery:
+		t.Fatalf("discovery still retained after unregister: %.60q", m.Payload)
+	case <-time.After(time.Second):
+	}
+	ev := watchEvents(t, url, cfg.Node)
+	mqtttest.Publish(t, url, "mynah/kitchen/say", []byte(`{"id":"still","text":"Still here."}`), false)
+	ev.next(stateID("finished", "still"))
+	select {
+	case m := <-status:
+		t.Fatalf("unregister changed the daemon's status to %q", m.Payload)
+	default:
+	}
+}

@@ -86,7 +86,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	// The client calls OnConnect on every (re)connect; the daemon exists
 	// only after the client does, so the hook finds it through a pointer.
 	var dp atomic.Pointer[daemon.Daemon]
-	client, err := connectMQTT(ctx, cfg, brokerURL, func() {
+	client, err := connectMQTT(ctx, cfg, brokerURL, false, func() {
 		if d := dp.Load(); d != nil {
 			d.Connected()
 		}
@@ -210,10 +210,17 @@ func openOutput(spec string, c AudioConfig, rate int, log *slog.Logger) (sink, e
 	return portaudio.Open(&portaudio.Options{Device: spec, WriteTimeout: c.WriteTimeout, Logger: log.With("component", "audio")})
 }
 
-func connectMQTT(ctx context.Context, cfg Config, broker string, onConnect func(), log *slog.Logger) (*mqtt.Client, error) {
+// connectMQTT connects as the daemon, or with tool set as a short-lived
+// tool: its own client id (taking the daemon's would cut the running daemon
+// off and take over its queued commands) and no status announcements.
+func connectMQTT(ctx context.Context, cfg Config, broker string, tool bool, onConnect func(), log *slog.Logger) (*mqtt.Client, error) {
 	password, err := cfg.MQTTPassword()
 	if err != nil {
 		return nil, err
+	}
+	clientID, status := cfg.ClientID(), daemon.StatusTopic(cfg.Node)
+	if tool {
+		clientID, status = clientID+"-tool", ""
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -221,13 +228,14 @@ func connectMQTT(ctx context.Context, cfg Config, broker string, onConnect func(
 		Broker:             broker,
 		Username:           cfg.MQTT.Username,
 		Password:           password,
-		ClientID:           cfg.ClientID(),
+		ClientID:           clientID,
 		CAFile:             cfg.MQTT.CAFile,
 		CertFile:           cfg.MQTT.CertFile,
 		KeyFile:            cfg.MQTT.KeyFile,
 		InsecureSkipVerify: cfg.MQTT.InsecureSkipVerify,
 		KeepAlive:          cfg.MQTT.Keepalive,
-		StatusTopic:        daemon.StatusTopic(cfg.Node),
+		StatusTopic:        status,
+		NoStatus:           tool,
 		OnConnect:          onConnect,
 		Logger:             log.With("component", "mqtt"),
 	})
@@ -242,17 +250,16 @@ func runUnregister(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.MQTT.Broker == "" {
 		return errors.New("-unregister needs mqtt.broker: the embedded broker keeps nothing after mynahd stops")
 	}
-	client, err := connectMQTT(ctx, cfg, cfg.MQTT.Broker, nil, log)
+	client, err := connectMQTT(ctx, cfg, cfg.MQTT.Broker, true, nil, log)
 	if err != nil {
 		return err
 	}
 	defer client.Close(context.Background())
 	pctx, cancel := context.WithTimeout(ctx, closeTimeout)
 	defer cancel()
-	topic := daemon.DiscoveryTopic(cfg.MQTT.DiscoveryPrefix, cfg.Node)
-	if err := client.Publish(pctx, topic, nil, true); err != nil {
-		return fmt.Errorf("unregister: %w", err)
+	if err := daemon.Unregister(pctx, client, cfg.Node, cfg.MQTT.DiscoveryPrefix); err != nil {
+		return err
 	}
-	log.Info("removed from Home Assistant", "topic", topic)
+	log.Info("removed from Home Assistant", "node", cfg.Node)
 	return nil
 }

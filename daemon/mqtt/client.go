@@ -139,7 +139,9 @@ func Connect(ctx context.Context, opts *Options) (*Client, error) {
 		c.attemptStarted()
 		return cfg
 	})
-	po.SetWill(s.statusTopic, StatusOffline, 1, true)
+	if s.statusTopic != "" {
+		po.SetWill(s.statusTopic, StatusOffline, 1, true)
+	}
 	po.SetDefaultPublishHandler(c.onMessage)
 	po.SetOnConnectHandler(c.onConnect)
 	po.SetConnectionLostHandler(c.onConnectionLost)
@@ -275,6 +277,9 @@ func (c *Client) Subscribe(filters []string, handle func(daemon.Message)) error 
 // publishOnline announces, retained, that the client is connected and
 // subscribed.
 func (c *Client) publishOnline(log *slog.Logger) {
+	if c.s.statusTopic == "" {
+		return
+	}
 	if err := c.publish(c.ctx, c.s.statusTopic, []byte(StatusOnline), true); err != nil {
 		log.Warn("mqtt publish online failed", logKeyTopic, c.s.statusTopic, logKeyErr, err)
 	}
@@ -401,7 +406,7 @@ func (c *Client) Close(ctx context.Context) error {
 
 	// If the connection is down, the broker has already published the
 	// last will.
-	if c.pc.IsConnectionOpen() {
+	if c.pc.IsConnectionOpen() && c.s.statusTopic != "" {
 		if err := c.publish(ctx, c.s.statusTopic, []byte(StatusOffline), true); err != nil && first == nil {
 			first = fmt.Errorf("close: %w", err)
 		}

@@ -90,6 +90,12 @@ type Options struct {
 	// after the first Subscribe), and Close publishes "offline".
 	StatusTopic string
 
+	// NoStatus marks a short-lived tool connection that is not the device
+	// (mynahd -unregister): no last will, no "online", no "offline", and no
+	// StatusTopic needed. Without it such a tool would announce the real
+	// daemon offline.
+	NoStatus bool
+
 	// OnConnect, if set, runs after every successful connect and
 	// reconnect, after the subscriptions were renewed and "online" was
 	// published. It runs on its own goroutine, so it may publish (e.g.
@@ -145,11 +151,16 @@ func (o *Options) resolve() (*settings, error) {
 	if s.broker, err = parseBrokerURL(o.Broker); err != nil {
 		return nil, err
 	}
-	if s.statusTopic == "" {
+	switch {
+	case o.NoStatus && s.statusTopic != "":
+		return nil, fmt.Errorf("%w: StatusTopic and NoStatus exclude each other", ErrInvalidOptions)
+	case o.NoStatus:
+	case s.statusTopic == "":
 		return nil, fmt.Errorf("%w: StatusTopic is required (e.g. mynah/<node>/status)", ErrInvalidOptions)
-	}
-	if err := ValidateTopic(s.statusTopic); err != nil {
-		return nil, fmt.Errorf("%w: StatusTopic: %w", ErrInvalidOptions, err)
+	default:
+		if err := ValidateTopic(s.statusTopic); err != nil {
+			return nil, fmt.Errorf("%w: StatusTopic: %w", ErrInvalidOptions, err)
+		}
 	}
 	if s.clientID == "" {
 		s.clientID = defaultClientID()
