@@ -484,6 +484,9 @@ func (c *Client) onConnect(paho.Client) {
 			}
 		}
 	}
+	// Decided under the same lock as the snapshot: a Subscribe that comes
+	// after it finds the flag and announces "online" itself.
+	c.onlinePending = len(filters) == 0
 	c.mu.Unlock()
 	defer c.wg.Done()
 
@@ -498,11 +501,7 @@ func (c *Client) onConnect(paho.Client) {
 	if renewed != nil {
 		close(renewed)
 	}
-	if len(filters) == 0 {
-		c.mu.Lock()
-		c.onlinePending = true
-		c.mu.Unlock()
-	} else {
+	if len(filters) > 0 {
 		c.publishOnline(log)
 	}
 	if c.s.onConnect != nil && c.ctx.Err() == nil {
