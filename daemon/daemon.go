@@ -90,6 +90,14 @@ type Options struct {
 	// WriteBlock is the longest piece of audio handed to the sink in one
 	// Write (default 100 ms), so that volume changes apply within a block.
 	WriteBlock time.Duration
+	// Spool, when set, keeps accepted requests until they are done, so a
+	// crash or restart loses none (see spool.go). nil: a crash loses the
+	// queue.
+	Spool Spool
+	// Cache, when set, is the engine's phrase cache: its figures go into
+	// the state and cache/purge purges it. nil: cache/purge fails with
+	// not_supported.
+	Cache PhraseCache
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -255,6 +263,10 @@ type Daemon struct {
 	epoch     time.Time
 	busySince atomic.Int64
 
+	// background counts spool writes and deletes and purges in flight;
+	// Run waits for them before it returns.
+	background sync.WaitGroup
+
 	work         chan struct{} // a request was queued
 	outbox       chan Event
 	stateDue     chan struct{}
@@ -321,6 +333,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.worker(workCtx)
 	}()
 
+	if d.opts.Spool != nil {
+		d.replay()
+	}
 	var err error
 	if err = d.opts.Transport.Subscribe(d.topics.filters(), d.handle); err != nil {
 		err = fmt.Errorf("subscribe: %w", err)
@@ -335,6 +350,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 func (d *Daemon) shutdown(cancelWork context.CancelFunc, workDone chan struct{}, cancelPub context.CancelFunc, pubStop, pubDone chan struct{}) error {
 	d.mu.Lock()
 	d.closed = true
+	if n := d.queue.len(); n > 0 && d.opts.Spool != nil {
+		d.log.Info("queued requests stay in the spool for the next start", "requests", n)
+	}
 	for _, r := range d.queue.clear() {
 		d.emitDropped(&r, ReasonShutdown)
 	}
@@ -350,6 +368,9 @@ func (d *Daemon) shutdown(cancelWork context.CancelFunc, workDone chan struct{},
 	case <-timer.C:
 		err = fmt.Errorf("daemon: worker did not stop within %s (stuck synthesis or audio write)", d.opts.ShutdownTimeout)
 	}
+	if !waitTimeout(&d.background, d.opts.ShutdownTimeout) {
+		err = errors.Join(err, fmt.Errorf("daemon: spool writes or a purge did not end within %s", d.opts.ShutdownTimeout))
+	}
 	close(pubStop)
 	// A publish in flight and the flush end together, ShutdownTimeout
 	// from now.
@@ -358,6 +379,23 @@ func (d *Daemon) shutdown(cancelWork context.CancelFunc, workDone chan struct{},
 	<-pubDone
 	d.log.Info("daemon stopped")
 	return err
+}
+
+// waitTimeout waits for wg, at most timeout, and says whether it ended.
+func waitTimeout(wg *sync.WaitGroup, timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // Connected is for the transport wiring to call after every (re)connect:
@@ -389,6 +427,7 @@ func (d *Daemon) Snapshot() State {
 	d.mu.Unlock()
 	s.Volume = d.currentVolume()
 	s.Counters = d.stats.snapshot()
+	s.Cache = d.cacheStats()
 	s.Time = d.now()
 	return s
 }
@@ -423,6 +462,21 @@ func Unregister(ctx context.Context, t Transport, node, prefix string) error {
 // goroutine, so it only decodes, takes d.mu briefly and queues events; it
 // never publishes or waits.
 func (d *Daemon) handle(m Message) {
+	ack := m.Ack
+	if ack == nil {
+		ack = func() {}
+	}
+	if m.Topic == d.topics.say && !m.Retained {
+		d.say(m.Payload, "", ack) // acknowledges once spooled
+		return
+	}
+	if owner, ok := d.topics.owner(m.Topic); ok && !m.Retained {
+		d.say(m.Payload, owner, ack)
+		return
+	}
+	// Control commands act at once and are not spooled: a stop or a
+	// volume change replayed after a restart would be wrong.
+	defer ack()
 	if m.Topic == d.topics.haStatus {
 		// Home Assistant (re)started and asks devices to announce
 		// themselves: a broker without persistence may have lost the
@@ -440,8 +494,6 @@ func (d *Daemon) handle(m Message) {
 		return
 	}
 	switch m.Topic {
-	case d.topics.say:
-		d.say(m.Payload, "")
 	case d.topics.stop:
 		d.stop()
 	case d.topics.volume:
@@ -449,17 +501,13 @@ func (d *Daemon) handle(m Message) {
 	case d.topics.voice:
 		d.setVoice(m.Payload)
 	case d.topics.purge:
-		d.emitFailed("", "", "cache/purge", ReasonNotSupported, errors.New("the phrase cache is not implemented yet"))
+		d.purge(m.Payload)
 	default:
-		if owner, ok := d.topics.owner(m.Topic); ok {
-			d.say(m.Payload, owner)
-			return
-		}
 		d.log.Debug("ignoring message on unknown topic", "topic", m.Topic)
 	}
 }
 
-func (d *Daemon) say(payload []byte, owner string) {
+func (d *Daemon) say(payload []byte, owner string, ack func()) {
 	d.stats.received.Add(1)
 	r, err := DecodeSay(payload, d.now(), &d.decode)
 	if owner != "" {
@@ -473,31 +521,52 @@ func (d *Daemon) say(payload []byte, owner string) {
 			reason = de.Reason
 		}
 		d.emitFailed(r.ID, owner, "", reason, err)
+		ack()
 		return
 	}
 	r.Owner = owner
 	if r.TTL == 0 {
 		r.TTL = d.opts.DefaultTTL
 	}
+	if d.opts.Spool != nil {
+		r.spool = &spoolState{key: spoolKey(&r), done: make(chan struct{})}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
+		// Not acknowledged: the broker keeps it for the next start.
 		d.log.Debug("ignoring say during shutdown", "id", r.ID)
 		return
 	}
 	if r.Voice != "" && !slices.Contains(d.voices, r.Voice) {
 		d.emitFailed(r.ID, owner, "", ReasonUnknownVoice, fmt.Errorf("%w %q", ErrUnknownVoice, r.Voice))
+		ack()
 		return
 	}
+	if !d.pushLocked(r, false) || r.spool == nil {
+		ack()
+		return
+	}
+	// Spooled even when the queue pushed it out at once: its dropped
+	// event's release waits for the write, so the record cannot outlive it.
+	d.spool(&r, payload, ack)
+}
+
+// pushLocked queues r, reports what happened as events, and says whether
+// r was new (not a duplicate). d.mu is held.
+func (d *Daemon) pushLocked(r Request, replayed bool) bool {
 	res := d.queue.push(r, r.Received)
 	if res.duplicate {
 		d.stats.duplicates.Add(1)
 		d.log.Debug("ignoring duplicate id", "id", r.ID)
-		return
+		if replayed {
+			d.release(&r)
+		}
+		return false
 	}
 	if res.accepted {
 		d.stats.queued.Add(1)
-		d.emit(Event{ID: r.ID, State: EventQueued, Owner: owner})
+		d.emit(Event{ID: r.ID, State: EventQueued, Owner: r.Owner, Replayed: replayed})
 	}
 	for _, x := range res.dropped {
 		d.emitDropped(&x.req, x.reason)
@@ -507,6 +576,7 @@ func (d *Daemon) say(payload []byte, owner string) {
 	}
 	signal(d.work)
 	d.markState()
+	return true
 }
 
 // stop drops everything queued and cuts what is playing.

@@ -34,6 +34,7 @@ type haComponent struct {
 	EntityCategory  string   `json:"entity_category,omitempty"`
 	CommandTopic    string   `json:"command_topic,omitempty"`
 	CommandTemplate string   `json:"command_template,omitempty"`
+	PayloadPress    string   `json:"payload_press,omitempty"`
 	StateTopic      string   `json:"state_topic,omitempty"`
 	ValueTemplate   string   `json:"value_template,omitempty"`
 	Options         []string `json:"options,omitempty"`
@@ -115,6 +116,40 @@ func (d *Daemon) discoveryPayload(voices []string) ([]byte, error) {
 	queue.StateClass = "measurement"
 
 	cmps := map[string]haComponent{"say": say, "volume": volume, "stop": stop, "state": state, "queue": queue}
+	if d.opts.Cache != nil {
+		// The state carries a cache object only with a cache; the
+		// templates assume it.
+		ratio := cmp("sensor", "cache_hit_ratio", "Phrase cache hit ratio")
+		ratio.Icon = "mdi:cached"
+		ratio.EntityCategory = "diagnostic"
+		ratio.StateTopic = t.state
+		ratio.ValueTemplate = "{{ (value_json.cache.hit_ratio * 100) | round(1) }}"
+		ratio.StateClass = "measurement"
+		ratio.Unit = "%"
+
+		size := cmp("sensor", "cache_size", "Phrase cache size")
+		size.EntityCategory = "diagnostic"
+		size.StateTopic = t.state
+		size.ValueTemplate = "{{ value_json.cache.bytes }}"
+		size.DeviceClass = "data_size"
+		size.StateClass = "measurement"
+		size.Unit = "B"
+
+		entries := cmp("sensor", "cache_entries", "Phrases cached")
+		entries.Icon = "mdi:playlist-music"
+		entries.EntityCategory = "diagnostic"
+		entries.StateTopic = t.state
+		entries.ValueTemplate = "{{ value_json.cache.entries }}"
+		entries.StateClass = "measurement"
+
+		purge := cmp("button", "cache_purge", "Purge phrase cache")
+		purge.Icon = "mdi:delete-sweep"
+		purge.EntityCategory = "config"
+		purge.CommandTopic = t.purge
+		purge.PayloadPress = "phrases"
+
+		cmps["cache_hit_ratio"], cmps["cache_size"], cmps["cache_entries"], cmps["cache_purge"] = ratio, size, entries, purge
+	}
 	// A select needs at least one option; without voices there is nothing
 	// to choose.
 	if len(voices) > 0 {

@@ -16,6 +16,8 @@ const (
 	EventFinished = "finished" // all audio played (drained)
 	EventFailed   = "failed"   // rejected payload, bad command or error
 	EventDropped  = "dropped"  // not (fully) spoken by policy: expired, queue_full, interrupted, stopped, shutdown
+	EventDone     = "done"     // a control command succeeded (cache/purge)
+	EventWarning  = "warning"  // trouble outside any request (a damaged cache file replaced)
 )
 
 // Event is the JSON published on mynah/<node>/event. Times are
@@ -40,9 +42,29 @@ type Event struct {
 	Sentences *int     `json:"sentences,omitempty"`
 	// Cache says where a finished request's audio came from: CacheHit (every
 	// sentence from the phrase cache), CacheMiss (none) or CachePartial.
-	Cache string    `json:"cache,omitempty"`
-	Time  time.Time `json:"time"`
+	Cache string `json:"cache,omitempty"`
+	// SentenceDetail is, for a finished request, each sentence's source
+	// and first audio (received → its first PCM accepted by the sink), for
+	// at most MaxSentenceDetail sentences.
+	SentenceDetail []SentenceDetail `json:"sentence_detail,omitempty"`
+	// Replayed marks a queued event of a request replayed from the spool
+	// after a restart.
+	Replayed bool `json:"replayed,omitempty"`
+	// Scope and Removed describe a done cache/purge.
+	Scope   string    `json:"scope,omitempty"`
+	Removed *int      `json:"removed,omitempty"`
+	Time    time.Time `json:"time"`
 }
+
+// SentenceDetail is one sentence of a finished request.
+type SentenceDetail struct {
+	Cache        string   `json:"cache"` // hit or miss
+	FirstAudioMS *float64 `json:"first_audio_ms"`
+}
+
+// MaxSentenceDetail bounds Event.SentenceDetail; a request of more
+// sentences reports the first ones.
+const MaxSentenceDetail = 64
 
 // Values of Event.Cache.
 const (
@@ -54,12 +76,14 @@ const (
 // State is the retained JSON on mynah/<node>/state, published on every
 // change and every Options.StateInterval.
 type State struct {
-	State    string    `json:"state"` // idle or speaking
-	Queue    int       `json:"queue"` // requests waiting, not counting the one playing
-	Voice    string    `json:"voice"` // the default voice ("" = the engine's)
-	Volume   float64   `json:"volume"`
-	Counters Counters  `json:"counters"`
-	Time     time.Time `json:"time"`
+	State    string   `json:"state"` // idle or speaking
+	Queue    int      `json:"queue"` // requests waiting, not counting the one playing
+	Voice    string   `json:"voice"` // the default voice ("" = the engine's)
+	Volume   float64  `json:"volume"`
+	Counters Counters `json:"counters"`
+	// Cache is the phrase cache's figures; absent without a cache.
+	Cache *CacheStats `json:"cache,omitempty"`
+	Time  time.Time   `json:"time"`
 }
 
 // Counters count since the daemon started.
@@ -76,11 +100,15 @@ type Counters struct {
 	// broker slower than the events, e.g. during a flood).
 	EventsDropped uint64 `json:"events_dropped"`
 	PublishErrors uint64 `json:"publish_errors"`
+	// SpoolErrors counts failed spool writes, deletes and reads: requests
+	// a crash could lose, or that could be spoken twice.
+	SpoolErrors uint64 `json:"spool_errors"`
 }
 
 type counters struct {
 	received, queued, started, finished, failed, dropped   atomic.Uint64
 	duplicates, retainedIgnored, eventsDropped, publishErr atomic.Uint64
+	spoolErrors                                            atomic.Uint64
 }
 
 func (c *counters) snapshot() Counters {
@@ -89,6 +117,7 @@ func (c *counters) snapshot() Counters {
 		Finished: c.finished.Load(), Failed: c.failed.Load(), Dropped: c.dropped.Load(),
 		Duplicates: c.duplicates.Load(), RetainedIgnored: c.retainedIgnored.Load(),
 		EventsDropped: c.eventsDropped.Load(), PublishErrors: c.publishErr.Load(),
+		SpoolErrors: c.spoolErrors.Load(),
 	}
 }
 
@@ -112,6 +141,11 @@ func (d *Daemon) emit(e Event) {
 }
 
 func (d *Daemon) emitDropped(r *Request, reason string) {
+	if reason == ReasonShutdown && r.spool != nil {
+		// Not dropped: spoken after the restart (spool.go).
+		return
+	}
+	d.release(r)
 	d.stats.dropped.Add(1)
 	d.log.Debug("request dropped", "id", r.ID, "reason", reason)
 	d.emit(Event{ID: r.ID, State: EventDropped, Reason: reason, Owner: r.Owner})

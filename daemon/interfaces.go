@@ -21,6 +21,12 @@ type Message struct {
 	Topic    string
 	Payload  []byte
 	Retained bool
+	// Ack acknowledges the message to the broker. The handler calls it
+	// exactly once, possibly later and from another goroutine, when the
+	// message is safe: a say command once it is in the spool. Until then
+	// the broker keeps the message and sends it again after a reconnect.
+	// nil means the transport acknowledges by itself.
+	Ack func()
 }
 
 // Transport is the MQTT connection. The implementation owns connecting,
@@ -69,4 +75,33 @@ type Sink interface {
 	Write(ctx context.Context, p audio.PCM) error
 	Drain(ctx context.Context) error
 	Abort() error
+}
+
+// Spool keeps accepted requests on disk until they are done, so that a
+// crash or a restart loses none. Keys are request ids; records are opaque.
+// Put returns once the record is durable (the daemon acknowledges the MQTT
+// message after it); Delete of a missing key is not an error.
+type Spool interface {
+	Put(key string, record []byte, received, expires time.Time) error
+	Delete(key string) error
+	// List returns what is spooled, in arrival order.
+	List() ([]SpoolRecord, error)
+}
+
+// SpoolRecord is one spooled request as Spool.List returns it.
+type SpoolRecord struct {
+	Key      string
+	Record   []byte
+	Received time.Time
+	Expires  time.Time
+}
+
+// PhraseCache is the engine's cache of spoken sentences as the daemon sees
+// it: figures for the state sensor, and purge for the cache/purge command.
+type PhraseCache interface {
+	CacheStats() CacheStats
+	// Purge removes what scope names ("phrases", "voice=NAME",
+	// "older=AGE", "expired"; see the README) and says how many phrases
+	// went. A scope it does not understand wraps ErrInvalidScope.
+	Purge(scope string) (int, error)
 }

@@ -68,6 +68,8 @@ type Request struct {
 	// idGenerated marks ids the daemon made up: they cannot repeat, so the
 	// duplicate filter does not spend a slot on them.
 	idGenerated bool
+	// spool follows the request's spool record; nil without a spool.
+	spool *spoolState
 }
 
 // Expires returns when the request may no longer start.
@@ -147,7 +149,13 @@ const (
 	ReasonInterrupted  = "interrupted"   // cut by an interrupt request
 	ReasonStopped      = "stopped"       // cut or dropped by the stop topic
 	ReasonShutdown     = "shutdown"      // the daemon is stopping
-	ReasonNotSupported = "not_supported" // command not implemented yet
+	ReasonNotSupported = "not_supported" // command needs what this daemon lacks (cache/purge without a cache)
+	ReasonBadScope     = "bad_scope"     // cache/purge scope not understood
+	ReasonCache        = "cache"         // the phrase cache failed (purge)
+	ReasonSpool        = "spool"         // a spooled request could not be read back
+	// ReasonCacheCorrupt is a warning event's reason: the cache file was
+	// damaged at start, moved aside and replaced by an empty one.
+	ReasonCacheCorrupt = "cache_corrupt"
 )
 
 // ErrInvalidRequest is matched (errors.Is) by every DecodeError.

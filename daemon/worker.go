@@ -35,6 +35,7 @@ type progress struct {
 	cached     int       // sentences that came from the engine's phrase cache
 	startedAt  time.Time // when the sink accepted the first audio; zero = not yet
 	rate, chns int       // format of the last sentence, for its silence
+	detail     []SentenceDetail
 }
 
 // worker plays one request at a time until ctx ends or the daemon closes.
@@ -118,11 +119,12 @@ func (d *Daemon) runJob(j *job) {
 	}
 	switch {
 	case err == nil:
+		d.release(r)
 		d.stats.finished.Add(1)
 		latency := d.now().Sub(r.Received)
 		d.log.Info("spoken", "id", r.ID, "sentences", p.sentences, "latency", latency)
 		d.emit(Event{ID: r.ID, State: EventFinished, Owner: r.Owner, FirstAudioMS: first,
-			LatencyMS: millis(latency), Sentences: &p.sentences, Cache: p.cacheResult()})
+			LatencyMS: millis(latency), Sentences: &p.sentences, Cache: p.cacheResult(), SentenceDetail: p.detail})
 	case reason != "":
 		d.emitDropped(r, reason)
 	default:
@@ -130,6 +132,7 @@ func (d *Daemon) runJob(j *job) {
 		if je := (*jobError)(nil); errors.As(err, &je) {
 			reason = je.reason
 		}
+		d.release(r)
 		d.emitFailed(r.ID, r.Owner, "", reason, err)
 	}
 }
@@ -230,7 +233,14 @@ func (d *Daemon) writeChunk(j *job, c Chunk, p *progress) error {
 		if err := c.PCM.Validate(); err != nil {
 			return &jobError{ReasonSynthesis, fmt.Errorf("sentence %d: %w", c.Index, err)}
 		}
-		if err := d.writePCM(j, c.PCM, true, p); err != nil {
+		src := "" // not recorded beyond MaxSentenceDetail
+		if len(p.detail) < MaxSentenceDetail {
+			src = CacheMiss
+			if c.Cached {
+				src = CacheHit
+			}
+		}
+		if err := d.writePCM(j, c.PCM, true, p, src); err != nil {
 			return err
 		}
 		p.rate, p.chns = c.PCM.Rate, c.PCM.Channels
@@ -238,14 +248,15 @@ func (d *Daemon) writeChunk(j *job, c Chunk, p *progress) error {
 	if c.Silence <= 0 || p.rate == 0 {
 		return nil
 	}
-	return d.writePCM(j, audio.Silence(p.rate, p.chns, min(c.Silence, maxSilence)), false, p)
+	return d.writePCM(j, audio.Silence(p.rate, p.chns, min(c.Silence, maxSilence)), false, p, "")
 }
 
 // writePCM hands pcm to the sink in blocks of Options.WriteBlock, reading
 // the volume again for each block so that volume/set is heard at once.
 // speech marks audio that counts as the request's first audio and takes
-// the volume; silence needs neither.
-func (d *Daemon) writePCM(j *job, pcm audio.PCM, speech bool, p *progress) error {
+// the volume; silence needs neither. A sentence's source (CacheHit or
+// CacheMiss; "" for none) records its first audio in p.detail.
+func (d *Daemon) writePCM(j *job, pcm audio.PCM, speech bool, p *progress, source string) error {
 	frames := pcm.Frames()
 	block := max(1, int(int64(pcm.Rate)*int64(d.opts.WriteBlock)/int64(time.Second)))
 	for off := 0; off < frames; off += block {
@@ -264,8 +275,15 @@ func (d *Daemon) writePCM(j *job, pcm audio.PCM, speech bool, p *progress) error
 		if err != nil {
 			return &jobError{ReasonAudio, fmt.Errorf("write audio: %w", err)}
 		}
-		if speech && p.startedAt.IsZero() {
-			p.startedAt = d.now()
+		if !speech || off > 0 {
+			continue // only a sentence's first block marks its first audio
+		}
+		now := d.now()
+		if source != "" {
+			p.detail = append(p.detail, SentenceDetail{Cache: source, FirstAudioMS: millis(now.Sub(j.req.Received))})
+		}
+		if p.startedAt.IsZero() {
+			p.startedAt = now
 			d.stats.started.Add(1)
 			d.emit(Event{ID: j.req.ID, State: EventStarted, Owner: j.req.Owner,
 				FirstAudioMS: millis(p.startedAt.Sub(j.req.Received))})

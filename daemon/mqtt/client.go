@@ -39,6 +39,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
@@ -124,6 +125,7 @@ func Connect(ctx context.Context, opts *Options) (*Client, error) {
 	po.SetProtocolVersion(4) // 3.1.1: no silent fallback to 3.1
 	po.SetCleanSession(false)
 	po.SetOrderMatters(true) // see the package comment
+	po.SetAutoAckDisabled(s.manualAck)
 	po.SetKeepAlive(s.keepAlive)
 	po.SetConnectTimeout(s.connTimeout)
 	po.SetDialer(&net.Dialer{Timeout: s.connTimeout})
@@ -427,6 +429,9 @@ func (c *Client) onMessage(_ paho.Client, pm paho.Message) {
 		Payload:  bytes.Clone(pm.Payload()),
 		Retained: pm.Retained(),
 	}
+	if c.s.manualAck {
+		m.Ack = pm.Ack
+	}
 	c.dispatchMu.Lock()
 	defer c.dispatchMu.Unlock()
 	c.mu.Lock()
@@ -440,8 +445,23 @@ func (c *Client) onMessage(_ paho.Client, pm paho.Message) {
 		c.hold(m)
 	}
 	c.mu.Unlock()
+	if len(handlers) > 1 && m.Ack != nil {
+		m.Ack = ackAfter(len(handlers), m.Ack)
+	}
 	for _, h := range handlers {
 		h(m)
+	}
+}
+
+// ackAfter returns an Ack for a message that n handlers share: the broker
+// is told once the last of them has acknowledged.
+func ackAfter(n int, ack func()) func() {
+	var left atomic.Int32
+	left.Store(int32(n))
+	return func() {
+		if left.Add(-1) == 0 {
+			ack()
+		}
 	}
 }
 
@@ -457,6 +477,9 @@ func (c *Client) hold(m daemon.Message) {
 		c.pending[0] = daemon.Message{}
 		c.pending = c.pending[1:]
 		c.pendingBytes -= len(old.Payload)
+		if old.Ack != nil {
+			old.Ack() // lost either way; unacknowledged it would hold a broker slot
+		}
 		c.s.log.Warn("mqtt message dropped: no subscription claimed it and the pending list is full",
 			logKeyTopic, truncate(old.Topic), logKeyHeld, len(c.pending))
 	}

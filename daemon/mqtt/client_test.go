@@ -383,3 +383,63 @@ func TestOverlappingSubscriptions(t *testing.T) {
 		}
 	}
 }
+
+// TestManualAckRedelivery: with ManualAck a message the handler has not
+// acknowledged stays with the broker and comes again after a reconnect
+// (mynahd died before spooling it); an acknowledged one does not.
+func TestManualAckRedelivery(t *testing.T) {
+	t.Parallel()
+	m := mqtttest.StartMosquitto(t)
+	node := uniq()
+	topic := "mynah/" + node + "/say"
+	manual := func(o *mqtt.Options) { o.ManualAck = true }
+
+	first := connectClient(t, m.URL(), node, manual)
+	ch := first.subscribe(t, topic)
+	first.waitConnected(t)
+	mqtttest.Publish(t, m.URL(), topic, []byte("acked"), false)
+	mqtttest.Publish(t, m.URL(), topic, []byte("kept"), false)
+	for _, want := range []string{"acked", "kept"} {
+		msg := recv(t, ch)
+		if string(msg.Payload) != want || msg.Ack == nil {
+			t.Fatalf("got %q (ack %v), want %q with an Ack", msg.Payload, msg.Ack != nil, want)
+		}
+		if want == "acked" {
+			msg.Ack()
+		}
+	}
+	closeClient(t, first)
+
+	second := connectClient(t, m.URL(), node, manual)
+	ch = second.subscribe(t, topic)
+	msg := recv(t, ch)
+	if string(msg.Payload) != "kept" {
+		t.Fatalf("after reconnect got %q, want the unacknowledged \"kept\"", msg.Payload)
+	}
+	msg.Ack()
+	mqtttest.Publish(t, m.URL(), topic, []byte("fence"), false)
+	if msg := recv(t, ch); string(msg.Payload) != "fence" {
+		t.Fatalf("got %q, want fence", msg.Payload)
+	} else {
+		msg.Ack()
+	}
+	closeClient(t, second)
+
+	third := connectClient(t, m.URL(), node, manual)
+	ch = third.subscribe(t, topic)
+	mqtttest.Publish(t, m.URL(), topic, []byte("last"), false)
+	msg = recv(t, ch)
+	if string(msg.Payload) != "last" {
+		t.Fatalf("got %q, want \"last\": an acknowledged message came again", msg.Payload)
+	}
+	msg.Ack()
+}
+
+func closeClient(t *testing.T, tc *testClient) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := tc.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+}

@@ -103,6 +103,16 @@ type Options struct {
 	// or so; Close waits for it.
 	OnConnect func()
 
+	// ManualAck makes handlers acknowledge: every daemon.Message carries
+	// an Ack that the handler must call exactly once, possibly later from
+	// another goroutine (mynahd acknowledges a say command once it is
+	// spooled on disk). Until then the broker holds the message and sends
+	// it again after a reconnect; a broker also stops sending once its
+	// in-flight limit (Mosquitto: 20) of unacknowledged messages is
+	// reached. Without ManualAck a message is acknowledged when its
+	// handlers return, and Message.Ack is nil.
+	ManualAck bool
+
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
 }
@@ -126,6 +136,7 @@ type settings struct {
 	maxBackoff  time.Duration
 	statusTopic string
 	onConnect   func()
+	manualAck   bool
 	log         *slog.Logger
 }
 
@@ -145,6 +156,7 @@ func (o *Options) resolve() (*settings, error) {
 		maxBackoff:  o.MaxReconnectInterval,
 		statusTopic: o.StatusTopic,
 		onConnect:   o.OnConnect,
+		manualAck:   o.ManualAck,
 		log:         o.Logger,
 	}
 	var err error
