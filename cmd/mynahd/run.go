@@ -42,15 +42,21 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		return err
 	}
 	defer voices.Close()
+	var (
+		store    *cache.Store
+		recovery error // a damaged cache file replaced, for a warning event
+	)
 	if cfg.Cache.File != "" {
-		store, err := cache.Open(cfg.Cache.File, &cache.Options{MaxBytes: cfg.Cache.MaxBytes, TTL: cfg.Cache.TTL, Logger: log.With("component", "cache")})
+		store, err = cache.Open(cfg.Cache.File, &cache.Options{MaxBytes: cfg.Cache.MaxBytes, TTL: cfg.Cache.TTL, Logger: log.With("component", "cache")})
 		if err != nil {
 			// A cache that cannot be opened (locked by another mynahd, a
 			// read-only disk) must not stop speech.
 			log.Warn("phrase cache unavailable, speaking uncached", "file", cfg.Cache.File, "err", err)
+			store = nil
 		} else {
 			defer store.Close()
 			if r := store.Recovery(); r != nil {
+				recovery = fmt.Errorf("cache file %s was damaged (%s): moved to %s, started empty", cfg.Cache.File, r.Reason, r.MovedTo)
 				log.Warn("phrase cache was damaged; moved aside and started empty", "recovery", fmt.Sprintf("%+v", *r))
 			}
 			voices.phrases = store
@@ -103,7 +109,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	}()
 
 	vol := cfg.Audio.Volume
-	d, err := daemon.New(&daemon.Options{
+	opts := &daemon.Options{
 		Node:            cfg.Node,
 		Transport:       client,
 		Engine:          voices,
@@ -115,9 +121,18 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		DefaultVoice:    voices.Default(),
 		Logger:          log.With("component", "daemon"),
 		Version:         version,
-	})
+	}
+	if store != nil {
+		// The daemon sees the file through the small interfaces it
+		// declares; a nil *cache.Store must not become a non-nil interface.
+		opts.Spool, opts.Cache = storeSpool{store}, storePhrases{store}
+	}
+	d, err := daemon.New(opts)
 	if err != nil {
 		return err
+	}
+	if recovery != nil {
+		d.Warn(daemon.ReasonCacheCorrupt, recovery)
 	}
 	dp.Store(d)
 	d.Connected() // the first connect happened before the daemon existed
@@ -236,6 +251,7 @@ func connectMQTT(ctx context.Context, cfg Config, broker string, tool bool, onCo
 		KeepAlive:          cfg.MQTT.Keepalive,
 		StatusTopic:        status,
 		NoStatus:           tool,
+		ManualAck:          !tool, // say commands are acknowledged once spooled
 		OnConnect:          onConnect,
 		Logger:             log.With("component", "mqtt"),
 	})
