@@ -172,3 +172,14 @@ func TestSentenceDetail(t *testing.T) {
 		t.Errorf("cache %q, want partial", e.Cache)
 	}
 }
+
+func TestNoCacheReachesTheEngine(t *testing.T) {
+	h := newHarness(t, nil).start()
+	h.send("say", `{"id":"a","text":"Private.","cache":false}`)
+	h.waitEvent("a", EventFinished)
+	h.send("say", `{"id":"b","text":"Public."}`)
+	h.waitEvent("b", EventFinished)
+	if calls := h.eng.calls; len(calls) != 2 || !calls[0].NoCache || calls[1].NoCache {
+		t.Errorf("engine calls %+v: want NoCache on the first only", calls)
+	}
+}

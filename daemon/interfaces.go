@@ -48,6 +48,9 @@ type Speech struct {
 	Speaker string
 	Text    string
 	Rate    float64 // 0 means 1
+	// NoCache asks the engine neither to read nor to write a phrase
+	// cache for this request ("cache": false in the payload).
+	NoCache bool
 }
 
 // Chunk is one synthesized sentence.

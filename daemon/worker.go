@@ -164,7 +164,7 @@ func (d *Daemon) stream(j *job, p *progress) error {
 	defer stopSpeak() // also unblocks an engine that emits after returning
 	chunks := make(chan Chunk)
 	speakDone := make(chan error, 1)
-	speech := Speech{Voice: j.voice, Speaker: j.req.Speaker, Text: j.req.Text, Rate: j.req.Rate}
+	speech := Speech{Voice: j.voice, Speaker: j.req.Speaker, Text: j.req.Text, Rate: j.req.Rate, NoCache: j.req.NoCache}
 	go func() {
 		speakDone <- d.opts.Engine.Speak(speakCtx, speech, func(c Chunk) error {
 			select {
