@@ -152,7 +152,7 @@ type sessionEntry[V any] struct {
 
 // sessionFlight is one running Load that any number of Gets wait for.
 type sessionFlight[V any] struct {
-	done     chan struct{} // closed when the result is set
+	done     chan struct{} // closed when the result is set and displaced sessions are closed
 	cancel   context.CancelFunc
 	waiters  int  // Gets waiting; each gets one reference on success
 	finished bool // result set (under Sessions.mu)
@@ -331,7 +331,6 @@ func (s *Sessions[V]) runLoad(ctx context.Context, key string, f *sessionFlight[
 		f.entry = e
 		victims = s.enforceLocked()
 	}
-	close(f.done)
 	s.mu.Unlock()
 
 	switch {
@@ -345,7 +344,13 @@ func (s *Sessions[V]) runLoad(ctx context.Context, key string, f *sessionFlight[
 	if discard {
 		s.closeValue(key, v)
 	}
+	// The waiters wake only after the sessions this load displaced are
+	// closed, so a Get returns with the cache back within its bounds and
+	// their memory given back; closing an idle session costs little next
+	// to the load. Waiters that gave up meanwhile read f under s.mu
+	// (finished is set), not f.done.
 	s.closeEntries(victims)
+	close(f.done)
 }
 
 func (s *Sessions[V]) acquireLocked(e *sessionEntry[V]) {

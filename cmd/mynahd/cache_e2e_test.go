@@ -119,6 +119,14 @@ func TestCachePurgeOverMQTT(t *testing.T) {
 	if c := say("c", "The door is open."); c != daemon.CacheMiss {
 		t.Errorf("after purge: cache %q, want miss", c)
 	}
+	// "cache": false neither reads nor writes.
+	mqtttest.Publish(t, broker.URL(), "mynah/kitchen/say", []byte(`{"id":"p","text":"The door is open. A secret.","cache":false}`), false)
+	if c := ev.next(stateID(daemon.EventFinished, "p")).Cache; c != daemon.CacheMiss {
+		t.Errorf(`"cache": false: cache %q, want miss`, c)
+	}
+	if c := say("q", "A secret."); c != daemon.CacheMiss {
+		t.Errorf(`a sentence spoken with "cache": false was stored: %q`, c)
+	}
 }
 
 // TestCacheDiskFull: the cache file lies on a 512 KiB tmpfs that fills
@@ -145,7 +153,9 @@ func TestCacheDiskFull(t *testing.T) {
 		id := fmt.Sprintf("r%d", i)
 		text := fmt.Sprintf("Announcement number %d: the kettle has boiled and the tea is ready in the kitchen.", i)
 		mqtttest.Publish(t, broker.URL(), "mynah/kitchen/say", []byte(`{"id":"`+id+`","text":"`+text+`"}`), false)
-		if e := ev.next(func(e daemon.Event) bool { return e.ID == id && e.State != daemon.EventQueued && e.State != daemon.EventStarted }); e.State != daemon.EventFinished {
+		if e := ev.next(func(e daemon.Event) bool {
+			return e.ID == id && e.State != daemon.EventQueued && e.State != daemon.EventStarted
+		}); e.State != daemon.EventFinished {
 			t.Fatalf("%s: %+v, want finished despite the full disk", id, e)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mynah-tts/mynah/cache"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
@@ -122,6 +123,50 @@ type VoicesConfig struct {
 	// name inside Dir. "" (default) is the demo voice, which mynahd builds
 	// into <dir>/mynah-demo on first start.
 	Default string `yaml:"default"`
+	// Sessions bounds the voices kept loaded.
+	Sessions SessionsConfig `yaml:"sessions"`
+}
+
+// SessionsConfig is the voices.sessions section: loaded voices (ONNX
+// Runtime sessions) stay warm in a least-recently-used cache, so switching
+// back to a voice costs no load. The default voice is always loaded before
+// READY and never evicted.
+type SessionsConfig struct {
+	// MaxCount bounds the voices kept loaded, 1 to MaxSessionVoices; the
+	// least recently used unpinned idle voice is closed first. It must hold
+	// the default voice, Preload and Pinned together. Default
+	// cache.DefaultMaxSessions (4).
+	MaxCount int `yaml:"max_count"`
+	// MaxBytes bounds the summed model file sizes of the loaded voices (a
+	// session takes at least its file's size in memory); 0 (default) means
+	// no byte bound, else 1 MiB to MaxSessionBytes.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// Preload names voices (directory names inside voices.dir) loaded at
+	// start, after the default voice and before READY. An unknown name
+	// stops mynahd at start; one that fails to load is logged and skipped.
+	// At most MaxSessionVoices. Default none.
+	Preload []string `yaml:"preload"`
+	// Pinned names voices that, once loaded, are never evicted, by the
+	// bounds nor by memory pressure (list them in Preload too to load them
+	// at start). The default voice is always pinned. An unknown name stops
+	// mynahd at start. At most MaxSessionVoices. Default none.
+	Pinned []string `yaml:"pinned"`
+	// LowWater is memory pressure in bytes: when less than this is left
+	// below the limit — the cgroup's memory.max (systemd MemoryMax=) when
+	// one is set, else MemoryBudget — idle unpinned voices are closed,
+	// least recently used first. 0 turns the check off; at most
+	// MaxSessionBytes. Default 67108864 (64 MiB).
+	LowWater int64 `yaml:"low_water"`
+	// MemoryBudget is the limit used when no cgroup sets one: the process's
+	// anonymous resident memory (heap and ONNX Runtime's allocations, not
+	// mapped files, which the kernel can drop) counts against it. 0 (default) means none, else
+	// 16 MiB to MaxSessionBytes and more than LowWater.
+	MemoryBudget int64 `yaml:"memory_budget"`
+	// CheckInterval is how often memory pressure is checked while no
+	// voice is requested (it is also checked before every load and, at
+	// most every 250ms, on requests). 0s turns the timer off, else 1s to
+	// 1h. Default 30s.
+	CheckInterval time.Duration `yaml:"check_interval"`
 }
 
 // ONNXConfig is the onnx section.
@@ -210,8 +255,17 @@ func DefaultConfig() Config {
 			DiscoveryPrefix: "homeassistant",
 			EmbeddedListen:  "127.0.0.1:1883",
 		},
-		Voices: VoicesConfig{Dir: "/var/lib/mynah/voices"},
-		ONNX:   ONNXConfig{Provider: string(ort.ProviderAuto)},
+		Voices: VoicesConfig{
+			Dir: "/var/lib/mynah/voices",
+			Sessions: SessionsConfig{
+				MaxCount:      cache.DefaultMaxSessions,
+				Preload:       []string{},
+				Pinned:        []string{},
+				LowWater:      64 << 20,
+				CheckInterval: 30 * time.Second,
+			},
+		},
+		ONNX: ONNXConfig{Provider: string(ort.ProviderAuto)},
 		Audio: AudioConfig{
 			Volume:          1,
 			WriteTimeout:    2 * time.Second,

@@ -69,6 +69,32 @@ func TestValidate(t *testing.T) {
 		{"voices.default", func(c *Config) { c.Voices.Default = ".hidden" }},
 		{"voices.default", func(c *Config) { c.Voices.Default = "a+b" }},
 		{"voices.default", func(c *Config) { c.Voices.Default = strings.Repeat("v", 65) }},
+		{"voices.sessions.max_count", func(c *Config) { c.Voices.Sessions.MaxCount = 0 }},
+		{"voices.sessions.max_count", func(c *Config) { c.Voices.Sessions.MaxCount = MaxSessionVoices + 1 }},
+		{"voices.sessions.max_count", func(c *Config) { c.Voices.Sessions.Preload = []string{"a", "b", "c", "d"} }},
+		{"voices.sessions.max_count", func(c *Config) {
+			c.Voices.Sessions.MaxCount, c.Voices.Sessions.Preload, c.Voices.Sessions.Pinned = 2, []string{"a"}, []string{"b"}
+		}},
+		{"voices.sessions.max_bytes", func(c *Config) { c.Voices.Sessions.MaxBytes = -1 }},
+		{"voices.sessions.max_bytes", func(c *Config) { c.Voices.Sessions.MaxBytes = 1000 }},
+		{"voices.sessions.max_bytes", func(c *Config) { c.Voices.Sessions.MaxBytes = MaxSessionBytes + 1 }},
+		{"voices.sessions.preload[1]", func(c *Config) { c.Voices.Sessions.Preload = []string{"a", "../etc"} }},
+		{"voices.sessions.preload[0]", func(c *Config) { c.Voices.Sessions.Preload = []string{""} }},
+		{"voices.sessions.preload", func(c *Config) { c.Voices.Sessions.Preload = make([]string, MaxSessionVoices+1) }},
+		{"voices.sessions.pinned[0]", func(c *Config) { c.Voices.Sessions.Pinned = []string{strings.Repeat("v", 65)} }},
+		{"voices.sessions.pinned[0]", func(c *Config) { c.Voices.Sessions.Pinned = []string{"a/b"} }},
+		{"voices.sessions.pinned", func(c *Config) { c.Voices.Sessions.Pinned = make([]string, MaxSessionVoices+1) }},
+		{"voices.sessions.low_water", func(c *Config) { c.Voices.Sessions.LowWater = -1 }},
+		{"voices.sessions.low_water", func(c *Config) { c.Voices.Sessions.LowWater = MaxSessionBytes + 1 }},
+		{"voices.sessions.memory_budget", func(c *Config) { c.Voices.Sessions.MemoryBudget = -1 }},
+		{"voices.sessions.memory_budget", func(c *Config) { c.Voices.Sessions.MemoryBudget = 1 << 20 }},
+		{"voices.sessions.memory_budget", func(c *Config) { c.Voices.Sessions.MemoryBudget = 64 << 20 }}, // = low_water
+		{"voices.sessions.memory_budget", func(c *Config) {
+			c.Voices.Sessions.MemoryBudget, c.Voices.Sessions.LowWater = 1<<30, 0
+		}},
+		{"voices.sessions.check_interval", func(c *Config) { c.Voices.Sessions.CheckInterval = -time.Second }},
+		{"voices.sessions.check_interval", func(c *Config) { c.Voices.Sessions.CheckInterval = time.Millisecond }},
+		{"voices.sessions.check_interval", func(c *Config) { c.Voices.Sessions.CheckInterval = 2 * time.Hour }},
 		{"onnx.library", func(c *Config) { c.ONNX.Library = "lib\x00.so" }},
 		{"onnx.provider", func(c *Config) { c.ONNX.Provider = "rocm" }},
 		{"onnx.provider", func(c *Config) { c.ONNX.Provider = "" }},
@@ -131,6 +157,23 @@ func TestValidateAccepts(t *testing.T) {
 		func(c *Config) { c.Node = "living-room_2"; c.MQTT.ClientID = "speaker-42" },
 		func(c *Config) { c.Voices.Default = "en_US-lessac-medium" },
 		func(c *Config) { c.ONNX.Provider, c.ONNX.Threads = "tensorrt", 2 },
+		func(c *Config) {
+			// The default voice, named or not, counts once.
+			c.Voices.Sessions.Preload = []string{"mynah-demo", "a", "b"}
+			c.Voices.Sessions.Pinned = []string{"a", "b", "c"}
+		},
+		func(c *Config) {
+			c.Voices.Default = "a"
+			c.Voices.Sessions.MaxCount, c.Voices.Sessions.Preload, c.Voices.Sessions.Pinned = 1, []string{"a"}, []string{"a"}
+		},
+		func(c *Config) {
+			s := &c.Voices.Sessions
+			s.MaxCount, s.MaxBytes, s.LowWater, s.MemoryBudget, s.CheckInterval = MaxSessionVoices, 1<<20, 0, 0, 0
+		},
+		func(c *Config) {
+			s := &c.Voices.Sessions
+			s.MaxBytes, s.LowWater, s.MemoryBudget, s.CheckInterval = MaxSessionBytes, 1, 16<<20, time.Hour
+		},
 		func(c *Config) { c.Audio.Volume, c.Audio.SentenceSilence, c.Audio.Fallback = 0, 0, "null" },
 		func(c *Config) { c.Queue.Size, c.Queue.DefaultTTL = MaxQueueSize, time.Second },
 		func(c *Config) { c.Log.Level, c.Log.Format = "debug", "journal" },
@@ -171,6 +214,16 @@ func TestParseConfig(t *testing.T) {
 				c.Audio.Volume, c.Audio.SentenceSilence = 0.5, 0
 			}, ""},
 		{"flow style", "queue: {size: 8, default_ttl: 5s}\n", func(c *Config) { c.Queue.Size, c.Queue.DefaultTTL = 8, 5*time.Second }, ""},
+		{"voice sessions", "voices:\n  sessions:\n    max_count: 6\n    max_bytes: 104857600\n    preload: [alto, bass]\n" +
+			"    pinned:\n      - alto\n    low_water: 0\n    memory_budget: 536870912\n    check_interval: 1m\n",
+			func(c *Config) {
+				s := &c.Voices.Sessions
+				s.MaxCount, s.MaxBytes, s.Preload, s.Pinned = 6, 100<<20, []string{"alto", "bass"}, []string{"alto"}
+				s.LowWater, s.MemoryBudget, s.CheckInterval = 0, 512<<20, time.Minute
+			}, ""},
+		{"sessions unknown key", "voices:\n  sessions:\n    max: 3\n", nil, "voices.sessions.max: unknown key (line 3); known keys here: check_interval, low_water"},
+		{"sessions preload not a list", "voices:\n  sessions:\n    preload: alto\n", nil, "voices.sessions.preload: expected a list"},
+		{"sessions interval without unit", "voices:\n  sessions:\n    check_interval: 30\n", nil, `voices.sessions.check_interval: "30" has no unit`},
 		{"unknown top-level key", "nodes: x\n", nil, `nodes: unknown key (line 1)`},
 		{"unknown nested key", "mqtt:\n  brokr: tcp://b:1883\n", nil, `mqtt.brokr: unknown key (line 2); known keys here: broker, ca_file`},
 		{"unknown key in alias", "x: &a {size: 1, bogus: 2}\n", nil, "x: unknown key"},

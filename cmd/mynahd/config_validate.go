@@ -14,11 +14,23 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
 // MaxPinnedPhrases bounds cache.pinned: every one is synthesized at start.
 const MaxPinnedPhrases = 100
+
+// Limits of voices.sessions.
+const (
+	// MaxSessionVoices bounds voices.sessions.max_count and the length of
+	// its preload and pinned lists: far more voices than a small device
+	// holds in memory.
+	MaxSessionVoices = 64
+	// MaxSessionBytes bounds the byte settings of voices.sessions (1 TiB):
+	// a larger figure is a typo.
+	MaxSessionBytes = 1 << 40
+)
 
 // fieldError is one problem found by Validate, named by its YAML path.
 type fieldError struct {
@@ -63,13 +75,10 @@ func (c Config) Validate() error {
 		checkPath(bad, "voices.dir", c.Voices.Dir)
 	}
 	if v := c.Voices.Default; v != "" {
-		switch {
-		case len(v) > maxVoiceNameLen:
-			bad("voices.default", "%d characters; at most %d", len(v), maxVoiceNameLen)
-		case !voicePattern.MatchString(v):
-			bad("voices.default", "%q is not a voice name: a directory name inside voices.dir (letters, digits, '.', '_', '-'; no '/')", v)
-		}
+		checkVoiceName(bad, "voices.default", v)
 	}
+
+	c.Voices.Sessions.validate(bad, c.Voices.Default)
 
 	checkPath(bad, "onnx.library", c.ONNX.Library)
 	switch ort.Provider(c.ONNX.Provider) {
@@ -139,6 +148,68 @@ func (c Config) Validate() error {
 		bad("log.format", "%q not supported (auto, text, json, journal)", c.Log.Format)
 	}
 	return errors.Join(errs...)
+}
+
+// validate checks voices.sessions; def is voices.default ("" is the demo
+// voice), which is always loaded and pinned and so takes one place.
+func (sc SessionsConfig) validate(bad func(field, format string, args ...any), def string) {
+	const f = "voices.sessions."
+	if sc.MaxCount < 1 || sc.MaxCount > MaxSessionVoices {
+		bad(f+"max_count", "%d out of range (1 to %d)", sc.MaxCount, MaxSessionVoices)
+	}
+	if sc.MaxBytes != 0 && (sc.MaxBytes < 1<<20 || sc.MaxBytes > MaxSessionBytes) {
+		bad(f+"max_bytes", "%d out of range (0 for no bound, else 1 MiB to 1 TiB)", sc.MaxBytes)
+	}
+	if def == "" {
+		def = demo.Name
+	}
+	kept := map[string]bool{def: true}
+	for _, list := range []struct {
+		name  string
+		names []string
+	}{{"preload", sc.Preload}, {"pinned", sc.Pinned}} {
+		if len(list.names) > MaxSessionVoices {
+			bad(f+list.name, "%d voices, at most %d", len(list.names), MaxSessionVoices)
+			continue
+		}
+		for i, v := range list.names {
+			checkVoiceName(bad, fmt.Sprintf("%s%s[%d]", f, list.name, i), v)
+			kept[v] = true
+		}
+	}
+	if sc.MaxCount >= 1 && len(kept) > sc.MaxCount {
+		// Preloading past the bound would evict what was just loaded, and
+		// pins past it would keep the cache over its bound for good.
+		bad(f+"max_count", "%d is less than the %d voices that voices.default, preload and pinned keep loaded",
+			sc.MaxCount, len(kept))
+	}
+	if sc.LowWater < 0 || sc.LowWater > MaxSessionBytes {
+		bad(f+"low_water", "%d out of range (0 turns the pressure check off, else up to 1 TiB)", sc.LowWater)
+	}
+	switch {
+	case sc.MemoryBudget == 0:
+	case sc.MemoryBudget < 16<<20 || sc.MemoryBudget > MaxSessionBytes:
+		bad(f+"memory_budget", "%d out of range (0 for none, else 16 MiB to 1 TiB)", sc.MemoryBudget)
+	case sc.MemoryBudget <= sc.LowWater:
+		bad(f+"memory_budget", "%d must exceed voices.sessions.low_water (%d), the headroom kept below it",
+			sc.MemoryBudget, sc.LowWater)
+	case sc.LowWater == 0:
+		bad(f+"memory_budget", "set, but voices.sessions.low_water is 0, which turns the pressure check off")
+	}
+	if sc.CheckInterval != 0 {
+		checkDuration(bad, f+"check_interval", sc.CheckInterval, time.Second, time.Hour)
+	}
+}
+
+// checkVoiceName reports v unless it can be a directory name inside
+// voices.dir: whether that voice is installed is checked at start.
+func checkVoiceName(bad func(field, format string, args ...any), field, v string) {
+	switch {
+	case len(v) > maxVoiceNameLen:
+		bad(field, "%d characters; at most %d", len(v), maxVoiceNameLen)
+	case !voicePattern.MatchString(v):
+		bad(field, "%q is not a voice name: a directory name inside voices.dir (letters, digits, '.', '_', '-'; no '/')", v)
+	}
 }
 
 var brokerSchemes = []string{"tcp", "ssl", "tls", "ws", "wss"}

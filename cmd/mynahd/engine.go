@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/voice"
@@ -26,22 +27,39 @@ import (
 // the directory listing only, so a request can never make mynahd open a
 // path of its choosing.
 type voiceSet struct {
-	rt   *ort.Runtime
-	dir  string
-	def  string
-	opts *voice.PiperOptions
-	log  *slog.Logger
+	rt      *ort.Runtime
+	dir     string
+	def     string
+	preload []string // voices.sessions.preload, loaded by Preload after def
+	opts    *voice.PiperOptions
+	log     *slog.Logger
 
 	// phrases, when set, holds the audio of sentences already spoken.
 	phrases *cache.Store
-	// sessions keeps loaded voices warm (LRU, at most cache.DefaultMaxSessions,
-	// the default voice pinned); concurrent first uses load a voice once.
-	sessions *cache.Sessions[*voice.Piper]
+	// sessions keeps loaded voices warm (LRU bounded as voices.sessions
+	// says, the default voice and voices.sessions.pinned pinned, idle ones
+	// closed under memory pressure); concurrent first uses load a voice
+	// once.
+	sessions *cache.Sessions[*loadedVoice]
+	// loading, when set, is called as a load starts: tests hold a load
+	// there to make callers meet it.
+	loading func(name string)
+}
+
+// loadedVoice is a voice in the session cache, with the name it was asked
+// for (a Piper voice's own name is its file's, the same for every copy of
+// the demo voice).
+type loadedVoice struct {
+	name string
+	*voice.Piper
 }
 
 var _ daemon.Engine = (*voiceSet)(nil)
 
-func newVoiceSet(rt *ort.Runtime, dir, def string, opts *voice.PiperOptions, log *slog.Logger) (*voiceSet, error) {
+// newVoiceSet opens the voices in dir. def is the default voice ("" is the
+// first installed); the names in sc.Preload and sc.Pinned must be
+// installed.
+func newVoiceSet(rt *ort.Runtime, dir, def string, sc SessionsConfig, opts *voice.PiperOptions, log *slog.Logger) (*voiceSet, error) {
 	vs := &voiceSet{rt: rt, dir: dir, def: def, opts: opts, log: log}
 	names := vs.Voices()
 	if len(names) == 0 {
@@ -50,15 +68,24 @@ func newVoiceSet(rt *ort.Runtime, dir, def string, opts *voice.PiperOptions, log
 	if vs.def == "" {
 		vs.def = names[0]
 	}
+	installed := strings.Join(names, ", ")
 	if !slices.Contains(names, vs.def) {
-		return nil, fmt.Errorf("voices.default: %w %q (installed: %s)", daemon.ErrUnknownVoice, vs.def, strings.Join(names, ", "))
+		return nil, fmt.Errorf("voices.default: %w %q (installed: %s)", daemon.ErrUnknownVoice, vs.def, installed)
 	}
-	vs.sessions = cache.NewSessions(&cache.SessionOptions[*voice.Piper]{
-		Load:   vs.load,
-		Close:  (*voice.Piper).Close,
-		Pinned: []string{vs.def},
-		Logger: log,
-	})
+	// Config validation cannot see the directory, so unknown names are
+	// caught here, before anything is loaded.
+	for _, l := range []struct {
+		key   string
+		names []string
+	}{{"preload", sc.Preload}, {"pinned", sc.Pinned}} {
+		for i, name := range l.names {
+			if !slices.Contains(names, name) {
+				return nil, fmt.Errorf("voices.sessions.%s[%d]: %w %q (installed: %s)", l.key, i, daemon.ErrUnknownVoice, name, installed)
+			}
+		}
+	}
+	vs.preload = slices.Clone(sc.Preload)
+	vs.sessions = cache.NewSessions(sessionOptions(sc, vs.def, vs.load, vs.unload, log))
 	return vs, nil
 }
 
@@ -95,7 +122,11 @@ func (vs *voiceSet) scan() (map[string]string, error) {
 func (vs *voiceSet) Default() string { return vs.def }
 
 // load reads the named voice from disk: the session cache's Load.
-func (vs *voiceSet) load(ctx context.Context, name string) (*voice.Piper, int64, error) {
+func (vs *voiceSet) load(ctx context.Context, name string) (*loadedVoice, int64, error) {
+	if vs.loading != nil {
+		vs.loading(name)
+	}
+	start := time.Now()
 	paths, err := vs.scan()
 	if err != nil {
 		return nil, 0, err
@@ -109,17 +140,40 @@ func (vs *voiceSet) load(ctx context.Context, name string) (*voice.Piper, int64,
 		return nil, 0, err
 	}
 	info := v.Info()
-	vs.log.Info("voice loaded", "voice", name, "provider", info.Provider, "rate", info.SampleRate, "speakers", len(info.Speakers))
-	return v, info.SizeBytes, nil
+	loadMS := float64(time.Since(start).Microseconds()) / 1000
+	vs.log.Info("voice loaded", "voice", name, "load_ms", loadMS, "bytes", info.SizeBytes,
+		"provider", info.Provider, "rate", info.SampleRate, "speakers", len(info.Speakers))
+	return &loadedVoice{name: name, Piper: v}, info.SizeBytes, nil
 }
 
-// Preload loads the default voice, so the first request does not wait.
+// unload closes a voice the session cache let go of (evicted, closed under
+// memory pressure, or at shutdown): the session cache's Close.
+func (vs *voiceSet) unload(v *loadedVoice) error {
+	vs.log.Info("voice unloaded", "voice", v.name)
+	return v.Close()
+}
+
+// Preload loads the default voice, then voices.sessions.preload, so that
+// their first requests do not wait; each load logs one line with its time.
+// Only a failure of the default voice is an error: another voice that
+// fails to load is logged and skipped.
 func (vs *voiceSet) Preload(ctx context.Context) (voice.Info, error) {
 	v, release, err := vs.sessions.Get(ctx, vs.def)
 	if err != nil {
 		return voice.Info{}, err
 	}
 	defer release()
+	for _, name := range vs.preload {
+		if name == vs.def {
+			continue
+		}
+		if err := vs.sessions.Preload(ctx, name); err != nil {
+			if ctx.Err() != nil {
+				return voice.Info{}, err
+			}
+			vs.log.Warn("preload voice failed, skipping it", "voice", name, "err", err)
+		}
+	}
 	return v.Info(), nil
 }
 
@@ -138,7 +192,7 @@ func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon
 	}
 	defer release()
 	req := voice.Request{Text: s.Text, Speaker: s.Speaker, Rate: s.Rate}
-	if vs.phrases == nil {
+	if vs.phrases == nil || s.NoCache {
 		return v.Synthesize(ctx, req, func(c voice.Chunk) error {
 			return emit(daemon.Chunk{Index: c.Index, Last: c.Last, PCM: c.PCM, Silence: c.Silence})
 		})

@@ -65,8 +65,8 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 			}
 		}
 	}
-	// Preload the default voice before READY: the first request must not
-	// pay for loading it.
+	// Preload the default voice and voices.sessions.preload before READY:
+	// their first requests must not pay for loading them.
 	def, err := voices.Preload(ctx)
 	if err != nil {
 		return fmt.Errorf("load default voice: %w", err)
@@ -157,7 +157,9 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 }
 
 // openVoices opens the voice directory; with no default voice configured
-// it makes sure the demo voice is there, building it on first start.
+// it makes sure the demo voice is there, building it on first start. The
+// voices stay loaded as voices.sessions says; a name in its preload or
+// pinned list that is not installed is an error here, before any load.
 func openVoices(rt *ort.Runtime, cfg Config, notify *notifier, log *slog.Logger) (*voiceSet, error) {
 	def := cfg.Voices.Default
 	if def == "" {
@@ -174,7 +176,7 @@ func openVoices(rt *ort.Runtime, cfg Config, notify *notifier, log *slog.Logger)
 			}
 		}
 	}
-	return newVoiceSet(rt, cfg.Voices.Dir, def, &voice.PiperOptions{
+	return newVoiceSet(rt, cfg.Voices.Dir, def, cfg.Voices.Sessions, &voice.PiperOptions{
 		Session:         &ort.SessionOptions{Provider: ort.Provider(cfg.ONNX.Provider), IntraOpThreads: cfg.ONNX.Threads},
 		SentenceSilence: silence(cfg.Audio.SentenceSilence),
 		Logger:          log.With("component", "voice"),
