@@ -23,6 +23,11 @@
 // costs a few operations per sample. Unvoiced parts are band-limited noise
 // from fixed tables, weighted per phoneme; noise_scale scales breath noise
 // under voicing.
+//
+// The package also builds the cloning kit (BuildCloning, WriteCloning): a
+// voice bundle for the pipeline engine whose speaker encoder, GPT-style
+// decoder with KV cache and vocoder are generated the same way, the
+// vocoder being this synthesizer with the speaker taken from an embedding.
 package demo
 
 import (

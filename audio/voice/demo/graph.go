@@ -89,9 +89,79 @@ func (b ops) constFill(shape string, v float32) string {
 		onnx.AttrTensor("value", onnx.Float32Tensor("", []int64{1}, []float32{v})))
 }
 
-// buildModel assembles the synthesis graph for resolved options.
+// buildModel assembles the demo voice for resolved options.
 func buildModel(o Options) (*onnx.Model, error) {
 	g := onnx.NewGraph(Name)
+	synthesize(g, o, sidSpeaker{})
+	return g.Model(&onnx.ModelOptions{
+		Producer: "mynah",
+		Version:  "1",
+		Doc:      "mynah demo voice: formant synthesis in an ONNX graph, Piper voice contract",
+		Metadata: map[string]string{
+			"mynah.demo.sample_rate": strconv.Itoa(o.SampleRate),
+			"mynah.demo.max_seconds": strconv.Itoa(o.MaxSeconds),
+		},
+	})
+}
+
+// conditioning is what differs between the models built around the
+// synthesizer: the demo voice picks a speaker by sid, the cloning kit's
+// vocoder derives one from a speaker embedding and adjusts each phoneme's
+// duration, pitch and energy. synthesize calls the hooks at fixed points.
+// Node and constant names come from one counter, so the demo voice stays
+// byte-identical only because its hooks add exactly what the graph had
+// before, in the same places, and a nil prosody adds nothing.
+type conditioning interface {
+	// declare adds the inputs that follow input, input_lengths and scales.
+	declare(g *onnx.Graph)
+	// tables adds constants where the demo voice keeps its speaker table.
+	tables(g *onnx.Graph)
+	// prosody returns [P, 3] adjustments in [-1, 1] (duration, pitch,
+	// energy) for the P ids synthesize works on: a leading pad, then the
+	// input ids it reads, where valid (bool, one per id read) marks the
+	// ids kept. "" means none.
+	prosody(b ops, valid string) string
+	// speaker returns the speaker's f0 (Hz), formant scale, tilt and
+	// breath level as [1] tensors.
+	speaker(b ops) (f0, scale, tilt, breath string)
+}
+
+// Bounds of the prosody adjustments: an adjustment a in [-1, 1] multiplies
+// a phoneme's duration by 1 + a·prosodyDur, and so on. Whatever a decoder
+// says, speech stays within these factors of the voice's own.
+const (
+	prosodyDur    = 0.25
+	prosodyPitch  = 0.1
+	prosodyEnergy = 0.3
+)
+
+// sidSpeaker is the demo voice's conditioning: the sid input picks a row
+// of the speakers table.
+type sidSpeaker struct{}
+
+func (sidSpeaker) declare(g *onnx.Graph) {
+	g.Input("sid", onnx.Int64, onnx.Fixed(1))
+}
+
+func (sidSpeaker) tables(g *onnx.Graph) {
+	spkTable := make([]float32, 0, 4*len(speakers))
+	for _, s := range speakers {
+		spkTable = append(spkTable, float32(s.F0), float32(s.FormantScale), float32(s.tilt), float32(s.breath*noiseLevel))
+	}
+	g.Float32s("speakers", []int64{int64(len(speakers)), 4}, spkTable)
+}
+
+func (sidSpeaker) prosody(ops, string) string { return "" }
+
+func (sidSpeaker) speaker(b ops) (f0, scale, tilt, breath string) {
+	who := b.gather("speakers", b.max(b.min("sid", b.i(int64(len(speakers)-1))), b.i(0))) // [1, 4]
+	return b.col(who, 0), b.col(who, 1), b.col(who, 2), b.col(who, 3)
+}
+
+// synthesize builds the formant synthesizer into g, from the inputs input,
+// input_lengths and scales (and whatever c declares) to the output
+// "output" [1, 1, 1, T].
+func synthesize(g *onnx.Graph, o Options, c conditioning) {
 	b := ops{g}
 	sr := float64(o.SampleRate)
 	hop := int64(o.SampleRate / FramesPerSecond)
@@ -102,16 +172,12 @@ func buildModel(o Options) (*onnx.Model, error) {
 	input := g.Input("input", onnx.Int64, onnx.Fixed(1), onnx.Dynamic("phonemes"))
 	inputLengths := g.Input("input_lengths", onnx.Int64, onnx.Fixed(1))
 	scales := g.Input("scales", onnx.Float, onnx.Fixed(3))
-	sid := g.Input("sid", onnx.Int64, onnx.Fixed(1))
+	c.declare(g)
 
 	table := g.Float32s("phoneme_params", []int64{int64(len(rows())), numCols}, paramTable())
 	remapFinal := g.Int64s("pinyin_finals", []int64{nSym}, remap(len(inventory), pinyinFinals))
 	remapInitial := g.Int64s("pinyin_initials", []int64{nSym}, remap(len(inventory)+len(pinyinFinals), pinyinInitials))
-	spkTable := make([]float32, 0, 4*len(speakers))
-	for _, s := range speakers {
-		spkTable = append(spkTable, float32(s.F0), float32(s.FormantScale), float32(s.tilt), float32(s.breath*noiseLevel))
-	}
-	spk := g.Float32s("speakers", []int64{int64(len(speakers)), 4}, spkTable)
+	c.tables(g)
 	pert := g.Float32s("duration_jitter", []int64{pertLen}, pertTable())
 	tones := g.Float32s("tone_contours", []int64{6, 3}, toneTable)
 	inheritCols := make([]float32, numCols)
@@ -135,6 +201,7 @@ func buildModel(o Options) (*onnx.Model, error) {
 		b.op("Less", pos, b.op("Reshape", inputLengths, g.Ints(-1))),
 		b.op("And", b.op("GreaterOrEqual", ids, b.i(0)), b.op("Less", ids, b.i(nSym))))
 	ids = b.op("Where", valid, ids, b.i(padID))
+	adj := c.prosody(b, valid)
 	ids = g.Op("Concat", []string{g.Ints(padID), ids}, onnx.AttrInt("axis", 0))
 	n := b.op("Size", ids)
 	pos = b.op("Range", b.i(0), n, b.i(1))
@@ -175,6 +242,9 @@ func buildModel(o Options) (*onnx.Model, error) {
 	dur := b.mul(b.col(prm, cDur), b.affine(stress, stressLen, 1))
 	dur = b.mul(dur, lengthScale)
 	dur = b.mul(dur, b.add(b.f(1), b.mul(b.mul(noiseW, b.f(jitter)), jit)))
+	if adj != "" {
+		dur = b.mul(dur, b.affine(b.col(adj, 0), prosodyDur, 1))
+	}
 	frames := b.mul(dur, b.f(frameRate/1000))
 	ends := b.op("CumSum", frames, b.i(0))
 	starts := b.sub(ends, frames)
@@ -195,13 +265,19 @@ func buildModel(o Options) (*onnx.Model, error) {
 	passed = b.op("Slice", passed, g.Ints(0), b.op("Reshape", numFramesI, g.Ints(1)), g.Ints(0))
 	idx := b.min(b.cast(passed, onnx.Int64), last) // [F]
 
-	ext := g.Op("Concat", []string{prm, b.columns(stress, tone, initialTone, starts, frames)}, onnx.AttrInt("axis", 1))
+	extra := []string{stress, tone, initialTone, starts, frames}
+	if adj != "" {
+		extra = append(extra, b.col(adj, 1), b.col(adj, 2))
+	}
+	ext := g.Op("Concat", []string{prm, b.columns(extra...)}, onnx.AttrInt("axis", 1))
 	const (
 		xStress = numCols + iota
 		xTone
 		xInitialTone
 		xStart
 		xFrames
+		xPitchAdj // only with prosody
+		xEnergyAdj
 	)
 	fp := b.gather(ext, idx) // [F, numCols+5]
 	t := b.cast(b.op("Range", b.i(0), numFramesI, b.i(1)), onnx.Float)
@@ -219,8 +295,7 @@ func buildModel(o Options) (*onnx.Model, error) {
 	}
 
 	// Speaker.
-	who := b.gather(spk, b.max(b.min(sid, b.i(int64(len(speakers)-1))), b.i(0))) // [1, 4]
-	spkF0, spkScale, spkTilt, spkBreath := b.col(who, 0), b.col(who, 1), b.col(who, 2), b.col(who, 3)
+	spkF0, spkScale, spkTilt, spkBreath := c.speaker(b)
 
 	// Pitch: speaker × phoneme × stress × declination × a slow wobble ×
 	// the pinyin tone contour.
@@ -235,12 +310,20 @@ func buildModel(o Options) (*onnx.Model, error) {
 	tc := b.gather(tones, b.cast(b.col(fp, xTone), onnx.Int64)) // [F, 3]
 	f0 = b.mul(f0, interp3(b.col(tc, 0), b.col(tc, 1), b.col(tc, 2)))
 	f0 = b.mul(f0, b.col(b.gather(tones, b.cast(b.col(fp, xInitialTone), onnx.Int64)), 0))
+	if adj != "" {
+		f0 = b.mul(f0, b.affine(b.col(fp, xPitchAdj), prosodyPitch, 1))
+	}
 	f0 = b.clip(f0, b.f(minF0), b.f(maxF0))
 
 	// Stop closures: silence (or a weak voice bar) before the release.
 	open := b.cast(b.op("GreaterOrEqual", r, b.col(fp, cClosure)), onnx.Float)
 	vgate := b.add(open, b.mul(b.sub(b.f(1), open), b.col(fp, cVoicebar)))
 	av := b.mul(b.mul(tgt(tAV), vgate), b.affine(stressF, stressAmp, 1))
+	energy := ""
+	if adj != "" {
+		energy = b.affine(b.col(fp, xEnergyAdj), prosodyEnergy, 1)
+		av = b.mul(av, energy)
+	}
 
 	tracks := []string{f0}
 	for k := range 3 {
@@ -256,6 +339,9 @@ func buildModel(o Options) (*onnx.Model, error) {
 	}
 	for k := range numBands {
 		nb := b.mul(b.col(fp, cNoise+k), open)
+		if energy != "" {
+			nb = b.mul(nb, energy)
+		}
 		if k == bandAsp {
 			nb = b.add(nb, b.mul(b.mul(spkBreath, noiseScale), av))
 		}
@@ -343,16 +429,6 @@ func buildModel(o Options) (*onnx.Model, error) {
 	out = b.clip(out, b.f(-1), b.f(1))
 	g.Node("Reshape", []string{out, g.Ints(1, 1, 1, -1)}, []string{"output"})
 	g.Output("output", onnx.Float, onnx.Fixed(1), onnx.Fixed(1), onnx.Fixed(1), onnx.Dynamic("samples"))
-
-	return g.Model(&onnx.ModelOptions{
-		Producer: "mynah",
-		Version:  "1",
-		Doc:      "mynah demo voice: formant synthesis in an ONNX graph, Piper voice contract",
-		Metadata: map[string]string{
-			"mynah.demo.sample_rate": strconv.Itoa(o.SampleRate),
-			"mynah.demo.max_seconds": strconv.Itoa(o.MaxSeconds),
-		},
-	})
 }
 
 // smooth filters each row of a [C, F] matrix with its own kernel, padding
