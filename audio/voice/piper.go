@@ -239,22 +239,10 @@ func newPiper(cfg *PiperConfig, sess session, opts PiperOptions) (*Piper, error)
 	if ptype == "" {
 		ptype = PhonemeEspeak
 	}
-	espeakVoice := cfg.Espeak.Voice
 	// Debian's espeak-ng reads Mandarin as English; voices that cover the
 	// pinyin inventory get mynah's own Mandarin front end instead.
-	coversPinyin := covers(ids, text.PinyinTokens())
-	if ptype == PhonemeEspeak && isMandarin(espeakVoice) && coversPinyin {
-		ptype = PhonemePinyin
-	}
-	p.front, err = text.NewPhonemizer(ptype, espeakVoice)
-	if err != nil {
-		return nil, fmt.Errorf("front end: %w", err)
-	}
-	if ptype != PhonemePinyin && coversPinyin {
-		p.pinyin, err = text.NewPhonemizer(PhonemePinyin, "")
-		if err != nil {
-			return nil, fmt.Errorf("front end: %w", err)
-		}
+	if p.front, p.pinyin, ptype, err = frontEnds(ptype, cfg.Espeak.Voice, ids); err != nil {
+		return nil, err
 	}
 	speakers := make([]string, max(cfg.NumSpeakers, 1))
 	for name, id := range cfg.SpeakerIDMap {

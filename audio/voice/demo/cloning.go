@@ -3,13 +3,13 @@ package demo
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/quant/onnx"
 )
 
@@ -180,11 +180,11 @@ func BuildCloning(opts *CloningOptions) (files map[string][]byte, err error) {
 		}
 		files[m.file] = data
 	}
-	manifest, err := json.MarshalIndent(cloningManifest(o, files), "", "  ")
+	manifest, err := cloningManifest(o, files).Marshal()
 	if err != nil {
 		return nil, fmt.Errorf("build %s: %w", ManifestFile, err)
 	}
-	files[ManifestFile] = append(manifest, '\n')
+	files[ManifestFile] = manifest
 	return files, nil
 }
 
@@ -203,62 +203,6 @@ func WriteCloning(dir string, opts *CloningOptions) error {
 	}
 	return nil
 }
-
-// The manifest, field for field as the bundle contract names them. It is
-// local on purpose: the manifest package reads it, this one only writes.
-type (
-	bundleManifest struct {
-		Format     int                   `json:"format"`
-		Engine     string                `json:"engine"`
-		Name       string                `json:"name"`
-		SampleRate int                   `json:"sample_rate"`
-		Text       bundleText            `json:"text"`
-		Files      map[string]bundleFile `json:"files"`
-		Encoder    bundleEncoder         `json:"encoder"`
-		Decoder    bundleDecoder         `json:"decoder"`
-		Vocoder    bundleModel           `json:"vocoder"`
-	}
-	bundleText struct {
-		Phonemes     string             `json:"phonemes"`
-		Language     string             `json:"language"`
-		PhonemeIDMap map[string][]int64 `json:"phoneme_id_map"`
-	}
-	bundleFile struct {
-		Path   string `json:"path"`
-		SHA256 string `json:"sha256"`
-	}
-	bundleModel struct {
-		File    string            `json:"file"`
-		Inputs  map[string]string `json:"inputs"`
-		Outputs map[string]string `json:"outputs"`
-	}
-	bundleEncoder struct {
-		File       string            `json:"file"`
-		SampleRate int               `json:"sample_rate"`
-		MinSeconds int               `json:"min_seconds"`
-		MaxSeconds int               `json:"max_seconds"`
-		Inputs     map[string]string `json:"inputs"`
-		Outputs    map[string]string `json:"outputs"`
-	}
-	bundleDecoder struct {
-		File     string            `json:"file"`
-		MaxSteps int               `json:"max_steps"`
-		Inputs   map[string]string `json:"inputs"`
-		Outputs  map[string]string `json:"outputs"`
-		KV       bundleKV          `json:"kv"`
-	}
-	bundleKV struct {
-		Layout       string `json:"layout"`
-		Layers       int    `json:"layers"`
-		Heads        int    `json:"heads"`
-		HeadDim      int    `json:"head_dim"`
-		MaxContext   int    `json:"max_context"`
-		PastKey      string `json:"past_key"`
-		PastValue    string `json:"past_value"`
-		PresentKey   string `json:"present_key"`
-		PresentValue string `json:"present_value"`
-	}
-)
 
 // Tensor names of the three models; the manifest maps roles to them.
 const (
@@ -281,47 +225,46 @@ func kvName(pattern string, i int) string {
 	return strings.ReplaceAll(pattern, "{i}", strconv.Itoa(i))
 }
 
-func cloningManifest(o CloningOptions, files map[string][]byte) bundleManifest {
-	digest := func(name string) bundleFile {
+func cloningManifest(o CloningOptions, files map[string][]byte) *bundle.Manifest {
+	ref := func(name string) bundle.FileRef {
 		sum := sha256.Sum256(files[name])
-		return bundleFile{Path: name, SHA256: hex.EncodeToString(sum[:])}
+		return bundle.FileRef{Path: name, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(files[name]))}
 	}
-	return bundleManifest{
-		Format:     1,
-		Engine:     "pipeline",
+	return &bundle.Manifest{
+		Format:     bundle.FormatVersion,
+		Engine:     bundle.EnginePipeline,
 		Name:       CloneName,
 		SampleRate: o.SampleRate,
-		Text:       bundleText{Phonemes: "espeak", Language: "en-us", PhonemeIDMap: PhonemeIDMap()},
-		Files: map[string]bundleFile{
-			"encoder": digest(EncoderFile),
-			"decoder": digest(DecoderFile),
-			"vocoder": digest(VocoderFile),
+		Text:       bundle.Text{Phonemes: "espeak", Language: "en-us", PhonemeIDMap: PhonemeIDMap()},
+		Files: map[string]bundle.FileRef{
+			"encoder": ref(EncoderFile),
+			"decoder": ref(DecoderFile),
+			"vocoder": ref(VocoderFile),
 		},
-		Encoder: bundleEncoder{
-			File: "encoder", SampleRate: EncoderSampleRate,
-			MinSeconds: EncoderMinSeconds, MaxSeconds: EncoderMaxSeconds,
-			Inputs:  map[string]string{"audio": encAudio},
-			Outputs: map[string]string{"embedding": encEmbedding, "prompt": encPrompt},
+		Encoder: &bundle.EncoderRole{
+			Tensors: bundle.Tensors{File: "encoder",
+				Inputs:  map[string]string{"audio": encAudio},
+				Outputs: map[string]string{"embedding": encEmbedding, "prompt": encPrompt}},
+			SampleRate: EncoderSampleRate, MinSeconds: EncoderMinSeconds, MaxSeconds: EncoderMaxSeconds,
 		},
-		Decoder: bundleDecoder{
-			File: "decoder", MaxSteps: o.MaxContext - o.PromptTokens,
-			Inputs:  map[string]string{"ids": decIDs, "prev": decPrev},
-			Outputs: map[string]string{"prosody": decProsody},
-			KV: bundleKV{
-				Layout: "per_layer", Layers: o.Layers, Heads: o.Heads, HeadDim: o.HeadDim,
+		Decoder: &bundle.DecoderRole{
+			Tensors: bundle.Tensors{File: "decoder",
+				Inputs:  map[string]string{"ids": decIDs, "prev": decPrev},
+				Outputs: map[string]string{"prosody": decProsody}},
+			MaxSteps: o.MaxContext - o.PromptTokens,
+			KV: bundle.KV{
+				Layout: bundle.KVLayoutPerLayer, Layers: o.Layers, Heads: o.Heads, HeadDim: o.HeadDim,
 				MaxContext: o.MaxContext,
 				PastKey:    kvPastKey, PastValue: kvPastValue,
 				PresentKey: kvPresentKey, PresentValue: kvPresentVal,
 			},
 		},
-		Vocoder: bundleModel{
-			File: "vocoder",
+		Vocoder: &bundle.VocoderRole{Tensors: bundle.Tensors{File: "vocoder",
 			Inputs: map[string]string{
 				"ids": "input", "lengths": "input_lengths", "scales": "scales",
 				"prosody": vocProsody, "embedding": vocEmbedding,
 			},
-			Outputs: map[string]string{"audio": "output"},
-		},
+			Outputs: map[string]string{"audio": "output"}}},
 	}
 }
 

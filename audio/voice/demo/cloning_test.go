@@ -119,7 +119,7 @@ func TestCloningManifest(t *testing.T) {
 		{nil, "decoder encoder engine files format name sample_rate text vocoder"},
 		{[]string{"text"}, "language phoneme_id_map phonemes"},
 		{[]string{"files"}, "decoder encoder vocoder"},
-		{[]string{"files", "encoder"}, "path sha256"},
+		{[]string{"files", "encoder"}, "path sha256 size"},
 		{[]string{"encoder"}, "file inputs max_seconds min_seconds outputs sample_rate"},
 		{[]string{"encoder", "inputs"}, "audio"},
 		{[]string{"encoder", "outputs"}, "embedding prompt"},
@@ -135,8 +135,8 @@ func TestCloningManifest(t *testing.T) {
 			t.Errorf("manifest %s: keys %q, want %q", strings.Join(tt.path, "."), got, tt.keys)
 		}
 	}
-	var got bundleManifest
-	if err := json.Unmarshal(files[ManifestFile], &got); err != nil {
+	got, err := bundle.Parse(files[ManifestFile])
+	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Format != 1 || got.Engine != "pipeline" || got.Name != CloneName || got.SampleRate != 24000 {
@@ -151,7 +151,7 @@ func TestCloningManifest(t *testing.T) {
 			t.Errorf("files.%s = %+v, want %s with its sha256", role, f, name)
 		}
 	}
-	kvWant := bundleKV{Layout: "per_layer", Layers: 2, Heads: 2, HeadDim: 32, MaxContext: 512,
+	kvWant := bundle.KV{Layout: "per_layer", Layers: 2, Heads: 2, HeadDim: 32, MaxContext: 512,
 		PastKey: "past_key_values.{i}.key", PastValue: "past_key_values.{i}.value",
 		PresentKey: "present.{i}.key", PresentValue: "present.{i}.value"}
 	if got.Decoder.KV != kvWant || got.Decoder.MaxSteps != 512-64 || got.Decoder.File != "decoder" {
