@@ -98,6 +98,10 @@ type Options struct {
 	// the state and cache/purge purges it. nil: cache/purge fails with
 	// not_supported.
 	Cache PhraseCache
+	// Speakers, when set, enrolls and forgets cloned speakers
+	// (speaker/enroll, speaker/forget). nil: those fail with
+	// not_supported.
+	Speakers SpeakerStore
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -199,6 +203,7 @@ func validatePrefix(p string) error {
 // topics are the daemon's MQTT topics, fixed at New.
 type topics struct {
 	base, say, ownerPrefix, stop, volume, voice, purge string
+	enroll, forget                                     string
 	event, state, status, haStatus, discovery          string
 }
 
@@ -208,6 +213,7 @@ func newTopics(node, prefix string) topics {
 		base: base, say: base + "/say", ownerPrefix: base + "/u/",
 		stop: base + "/stop", volume: base + "/volume/set", voice: base + "/voice/set",
 		purge: base + "/cache/purge", event: base + "/event", state: base + "/state",
+		enroll: base + "/speaker/enroll", forget: base + "/speaker/forget",
 		status: StatusTopic(node), haStatus: prefix + "/status",
 		discovery: DiscoveryTopic(prefix, node),
 	}
@@ -224,20 +230,32 @@ func DiscoveryTopic(prefix, node string) string { return prefix + "/device/" + n
 // filters are the subscriptions: the command topics and Home Assistant's
 // birth topic.
 func (t *topics) filters() []string {
-	return []string{t.say, t.ownerPrefix + "+/say", t.stop, t.volume, t.voice, t.purge, t.haStatus}
+	return []string{t.say, t.ownerPrefix + "+/say", t.stop, t.volume, t.voice, t.purge,
+		t.enroll, t.forget, t.ownerPrefix + "+/speaker/enroll", t.ownerPrefix + "+/speaker/forget", t.haStatus}
 }
 
-// owner returns <owner> of mynah/<node>/u/<owner>/say.
-func (t *topics) owner(topic string) (string, bool) {
+// Commands an owner's topics take: mynah/<node>/u/<owner>/<command>.
+const (
+	cmdSay    = "say"
+	cmdEnroll = "speaker/enroll"
+	cmdForget = "speaker/forget"
+)
+
+// owner splits mynah/<node>/u/<owner>/<command> for the commands above.
+func (t *topics) owner(topic string) (owner, command string, ok bool) {
 	rest, ok := strings.CutPrefix(topic, t.ownerPrefix)
 	if !ok {
-		return "", false
+		return "", "", false
 	}
-	owner, ok := strings.CutSuffix(rest, "/say")
-	if !ok || strings.Contains(owner, "/") {
-		return "", false
+	owner, command, ok = strings.Cut(rest, "/")
+	if !ok || owner == "" {
+		return "", "", false
 	}
-	return owner, true
+	switch command {
+	case cmdSay, cmdEnroll, cmdForget:
+		return owner, command, true
+	}
+	return "", "", false
 }
 
 // Daemon is mynahd's core. Create it with New, start it with Run.
@@ -263,9 +281,15 @@ type Daemon struct {
 	epoch     time.Time
 	busySince atomic.Int64
 
-	// background counts spool writes and deletes and purges in flight;
-	// Run waits for them before it returns.
+	// background counts spool writes and deletes, purges, enrollments
+	// and forgets in flight; Run cancels bgCtx and waits for them before
+	// it returns.
 	background sync.WaitGroup
+	bgCtx      context.Context
+	bgCancel   context.CancelFunc
+	enrolling  atomic.Int32 // enrollments waiting or running
+	enrollMu   sync.Mutex   // one enrollment at a time
+	retained   chan retainedMsg
 
 	work         chan struct{} // a request was queued
 	outbox       chan Event
@@ -292,7 +316,9 @@ func New(opts *Options) (*Daemon, error) {
 		outbox:       make(chan Event, o.OutboxSize),
 		stateDue:     make(chan struct{}, 1),
 		discoveryDue: make(chan struct{}, 1),
+		retained:     make(chan retainedMsg, maxRetainedPending),
 	}
+	d.bgCtx, d.bgCancel = context.WithCancel(context.Background())
 	vol := 1.0
 	if o.DefaultVolume != nil {
 		vol = *o.DefaultVolume
@@ -368,6 +394,7 @@ func (d *Daemon) shutdown(cancelWork context.CancelFunc, workDone chan struct{},
 	case <-timer.C:
 		err = fmt.Errorf("daemon: worker did not stop within %s (stuck synthesis or audio write)", d.opts.ShutdownTimeout)
 	}
+	d.bgCancel()
 	if !waitTimeout(&d.background, d.opts.ShutdownTimeout) {
 		err = errors.Join(err, fmt.Errorf("daemon: spool writes or a purge did not end within %s", d.opts.ShutdownTimeout))
 	}
@@ -470,7 +497,8 @@ func (d *Daemon) handle(m Message) {
 		d.say(m.Payload, "", ack) // acknowledges once spooled
 		return
 	}
-	if owner, ok := d.topics.owner(m.Topic); ok && !m.Retained {
+	owner, command, isOwner := d.topics.owner(m.Topic)
+	if isOwner && command == cmdSay && !m.Retained {
 		d.say(m.Payload, owner, ack)
 		return
 	}
@@ -502,7 +530,24 @@ func (d *Daemon) handle(m Message) {
 		d.setVoice(m.Payload)
 	case d.topics.purge:
 		d.purge(m.Payload)
+	case d.topics.enroll:
+		d.enroll(m.Payload, "")
+	case d.topics.forget:
+		d.forget(m.Payload, "")
 	default:
+		if isOwner {
+			if err := ValidateName(owner); err != nil {
+				d.emitFailed("", "", command, ReasonBadName, fmt.Errorf("owner: %w", err))
+				return
+			}
+			switch command {
+			case cmdEnroll:
+				d.enroll(m.Payload, owner)
+			case cmdForget:
+				d.forget(m.Payload, owner)
+			}
+			return
+		}
 		d.log.Debug("ignoring message on unknown topic", "topic", m.Topic)
 	}
 }

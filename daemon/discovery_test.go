@@ -166,7 +166,8 @@ func TestUnregister(t *testing.T) {
 func TestSubscriptions(t *testing.T) {
 	h := newHarness(t, nil).start()
 	want := []string{"mynah/test/say", "mynah/test/u/+/say", "mynah/test/stop", "mynah/test/volume/set",
-		"mynah/test/voice/set", "mynah/test/cache/purge", "homeassistant/status"}
+		"mynah/test/voice/set", "mynah/test/cache/purge", "mynah/test/speaker/enroll", "mynah/test/speaker/forget",
+		"mynah/test/u/+/speaker/enroll", "mynah/test/u/+/speaker/forget", "homeassistant/status"}
 	if !slices.Equal(h.tr.filters, want) {
 		t.Errorf("filters %v, want %v", h.tr.filters, want)
 	}

@@ -16,8 +16,9 @@ const (
 	EventFinished = "finished" // all audio played (drained)
 	EventFailed   = "failed"   // rejected payload, bad command or error
 	EventDropped  = "dropped"  // not (fully) spoken by policy: expired, queue_full, interrupted, stopped, shutdown
-	EventDone     = "done"     // a control command succeeded (cache/purge)
+	EventDone     = "done"     // a control command succeeded (cache/purge, speaker/enroll, speaker/forget)
 	EventWarning  = "warning"  // trouble outside any request (a damaged cache file replaced)
+	EventEvicted  = "evicted"  // a speaker was let go to keep the most recent ones
 )
 
 // Event is the JSON published on mynah/<node>/event. Times are
@@ -50,6 +51,9 @@ type Event struct {
 	// Replayed marks a queued event of a request replayed from the spool
 	// after a restart.
 	Replayed bool `json:"replayed,omitempty"`
+	// Speaker names the speaker of a speaker/enroll, speaker/forget or
+	// evicted event.
+	Speaker string `json:"speaker,omitempty"`
 	// Scope and Removed describe a done cache/purge.
 	Scope   string    `json:"scope,omitempty"`
 	Removed *int      `json:"removed,omitempty"`
@@ -167,6 +171,27 @@ func (d *Daemon) emitFailed(id, owner, command, reason string, err error) {
 	d.emit(e)
 }
 
+// retainedMsg is a retained publish other than state and discovery (the
+// speaker lists), queued for the publisher.
+type retainedMsg struct {
+	topic   string
+	payload []byte
+}
+
+// maxRetainedPending bounds the retained messages waiting for the
+// publisher; beyond it they are dropped and counted like events (the next
+// change or reconnect sends the list again).
+const maxRetainedPending = 64
+
+// outboxRetained queues a retained publish without blocking.
+func (d *Daemon) outboxRetained(topic string, payload []byte) {
+	select {
+	case d.retained <- retainedMsg{topic, payload}:
+	default:
+		d.stats.eventsDropped.Add(1)
+	}
+}
+
 // signal wakes a goroutine waiting on ch (capacity 1) without blocking;
 // signals that arrive while one is pending merge into it.
 func signal(ch chan struct{}) {
@@ -191,9 +216,12 @@ func (d *Daemon) publisher(ctx context.Context, stop <-chan struct{}, done chan<
 		select {
 		case e := <-d.outbox:
 			d.publishEvent(ctx, e)
+		case m := <-d.retained:
+			d.publish(ctx, m.topic, m.payload, true)
 		case <-d.discoveryDue:
 			d.publishDiscovery(ctx)
 			d.publishState(ctx)
+			d.publishAllSpeakerLists()
 		case <-d.stateDue:
 			d.publishState(ctx)
 		case <-tick.C:
@@ -212,6 +240,8 @@ func (d *Daemon) flush(ctx context.Context) {
 		select {
 		case e := <-d.outbox:
 			d.publishEvent(ctx, e)
+		case m := <-d.retained:
+			d.publish(ctx, m.topic, m.payload, true)
 		default:
 			d.publishState(ctx)
 			return

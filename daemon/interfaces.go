@@ -51,6 +51,13 @@ type Speech struct {
 	// NoCache asks the engine neither to read nor to write a phrase
 	// cache for this request ("cache": false in the payload).
 	NoCache bool
+	// Owner is the request's owner (its topic); the engine resolves
+	// Speaker among the owner's and the shared cloned speakers, and wraps
+	// ErrUnknownSpeaker when there is none of that name.
+	Owner string
+	// Session groups the utterances of one conversation: an engine with
+	// an autoregressive decoder continues from the previous one.
+	Session string
 }
 
 // Chunk is one synthesized sentence.

@@ -128,31 +128,35 @@ func (o *DecodeOptions) withDefaults() DecodeOptions {
 // Reasons are the machine-readable codes in failed and dropped events.
 // DecodeError carries the first group; the daemon adds the rest.
 const (
-	ReasonEmpty        = "empty"         // no text
-	ReasonTooLarge     = "too_large"     // payload over MaxPayloadBytes
-	ReasonInvalidUTF8  = "invalid_utf8"  // payload is not UTF-8
-	ReasonNULByte      = "nul_byte"      // NUL in the payload or a string
-	ReasonInvalidJSON  = "invalid_json"  // starts with { but is not one JSON object
-	ReasonTooDeep      = "too_deep"      // JSON nested deeper than MaxDepth
-	ReasonBadField     = "bad_field"     // a known field has the wrong JSON type
-	ReasonTextTooLong  = "text_too_long" // text over MaxTextRunes
-	ReasonBadName      = "bad_name"      // voice, speaker, id, session or owner
-	ReasonBadRate      = "bad_rate"      // rate outside MinRate..MaxRate
-	ReasonBadVolume    = "bad_volume"    // volume outside 0..1 (or 0..100 %)
-	ReasonBadPriority  = "bad_priority"  // not low, normal or alert
-	ReasonBadTTL       = "bad_ttl"       // ttl not in (0, MaxTTL]
-	ReasonUnknownVoice = "unknown_voice" // not one of Engine.Voices
-	ReasonSynthesis    = "synthesis"     // the engine failed
-	ReasonAudio        = "audio"         // the sink failed
-	ReasonExpired      = "expired"       // ttl passed before it could start
-	ReasonQueueFull    = "queue_full"    // pushed out of the full queue
-	ReasonInterrupted  = "interrupted"   // cut by an interrupt request
-	ReasonStopped      = "stopped"       // cut or dropped by the stop topic
-	ReasonShutdown     = "shutdown"      // the daemon is stopping
-	ReasonNotSupported = "not_supported" // command needs what this daemon lacks (cache/purge without a cache)
-	ReasonBadScope     = "bad_scope"     // cache/purge scope not understood
-	ReasonCache        = "cache"         // the phrase cache failed (purge)
-	ReasonSpool        = "spool"         // a spooled request could not be read back
+	ReasonEmpty          = "empty"           // no text
+	ReasonTooLarge       = "too_large"       // payload over MaxPayloadBytes
+	ReasonInvalidUTF8    = "invalid_utf8"    // payload is not UTF-8
+	ReasonNULByte        = "nul_byte"        // NUL in the payload or a string
+	ReasonInvalidJSON    = "invalid_json"    // starts with { but is not one JSON object
+	ReasonTooDeep        = "too_deep"        // JSON nested deeper than MaxDepth
+	ReasonBadField       = "bad_field"       // a known field has the wrong JSON type
+	ReasonTextTooLong    = "text_too_long"   // text over MaxTextRunes
+	ReasonBadName        = "bad_name"        // voice, speaker, id, session or owner
+	ReasonBadRate        = "bad_rate"        // rate outside MinRate..MaxRate
+	ReasonBadVolume      = "bad_volume"      // volume outside 0..1 (or 0..100 %)
+	ReasonBadPriority    = "bad_priority"    // not low, normal or alert
+	ReasonBadTTL         = "bad_ttl"         // ttl not in (0, MaxTTL]
+	ReasonUnknownVoice   = "unknown_voice"   // not one of Engine.Voices
+	ReasonSynthesis      = "synthesis"       // the engine failed
+	ReasonAudio          = "audio"           // the sink failed
+	ReasonExpired        = "expired"         // ttl passed before it could start
+	ReasonQueueFull      = "queue_full"      // pushed out of the full queue
+	ReasonInterrupted    = "interrupted"     // cut by an interrupt request
+	ReasonStopped        = "stopped"         // cut or dropped by the stop topic
+	ReasonShutdown       = "shutdown"        // the daemon is stopping
+	ReasonNotSupported   = "not_supported"   // command needs what this daemon lacks (cache/purge without a cache)
+	ReasonBadScope       = "bad_scope"       // cache/purge scope not understood
+	ReasonCache          = "cache"           // the phrase cache failed (purge)
+	ReasonSpool          = "spool"           // a spooled request could not be read back
+	ReasonUnknownSpeaker = "unknown_speaker" // no such speaker for this owner, nor shared
+	ReasonReenroll       = "reenroll"        // enrolled with another speaker encoder: enroll again
+	ReasonBadAudio       = "bad_audio"       // reference audio not base64, not a valid WAV, or unusable
+	ReasonBusy           = "busy"            // too many enrollments waiting
 	// ReasonCacheCorrupt is a warning event's reason: the cache file was
 	// damaged at start, moved aside and replaced by an empty one.
 	ReasonCacheCorrupt = "cache_corrupt"

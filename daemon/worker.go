@@ -164,7 +164,8 @@ func (d *Daemon) stream(j *job, p *progress) error {
 	defer stopSpeak() // also unblocks an engine that emits after returning
 	chunks := make(chan Chunk)
 	speakDone := make(chan error, 1)
-	speech := Speech{Voice: j.voice, Speaker: j.req.Speaker, Text: j.req.Text, Rate: j.req.Rate, NoCache: j.req.NoCache}
+	speech := Speech{Voice: j.voice, Speaker: j.req.Speaker, Text: j.req.Text, Rate: j.req.Rate,
+		NoCache: j.req.NoCache, Owner: j.req.Owner, Session: j.req.Session}
 	go func() {
 		speakDone <- d.opts.Engine.Speak(speakCtx, speech, func(c Chunk) error {
 			select {
@@ -198,11 +199,7 @@ func (d *Daemon) stream(j *job, p *progress) error {
 			if err == nil {
 				return nil
 			}
-			reason := ReasonSynthesis
-			if errors.Is(err, ErrUnknownVoice) {
-				reason = ReasonUnknownVoice
-			}
-			return &jobError{reason, fmt.Errorf("synthesize: %w", err)}
+			return &jobError{speakerReason(err), fmt.Errorf("synthesize: %w", err)}
 		case <-j.ctx.Done():
 			d.idle()
 			waitSpeak()

@@ -1,0 +1,308 @@
+package daemon
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mynah-tts/mynah/audio"
+)
+
+// fakeSpeakerStore is a SpeakerStore made of function fields.
+type fakeSpeakerStore struct {
+	EnrollFunc func(ctx context.Context, e Enrollment) (SpeakerInfo, []SpeakerInfo, error)
+	ForgetFunc func(owner, name string) (bool, error)
+	ListFunc   func() ([]SpeakerInfo, error)
+}
+
+func (f *fakeSpeakerStore) Enroll(ctx context.Context, e Enrollment) (SpeakerInfo, []SpeakerInfo, error) {
+	return f.EnrollFunc(ctx, e)
+}
+func (f *fakeSpeakerStore) Forget(owner, name string) (bool, error) { return f.ForgetFunc(owner, name) }
+func (f *fakeSpeakerStore) List() ([]SpeakerInfo, error)            { return f.ListFunc() }
+
+var _ SpeakerStore = (*fakeSpeakerStore)(nil)
+
+// speakerRec keeps at most two speakers, in enrollment order, like a tiny
+// LRU; a reference shorter than 100 ms is refused as the encoder would.
+type speakerRec struct {
+	mu       sync.Mutex
+	speakers []SpeakerInfo
+	got      []Enrollment
+	fake     fakeSpeakerStore
+}
+
+func newSpeakerRec() *speakerRec {
+	s := &speakerRec{}
+	s.fake.EnrollFunc = func(ctx context.Context, e Enrollment) (SpeakerInfo, []SpeakerInfo, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.got = append(s.got, e)
+		if e.Audio.Duration() < 100*time.Millisecond {
+			return SpeakerInfo{}, nil, fmt.Errorf("%w: %v is too short", ErrBadReference, e.Audio.Duration())
+		}
+		if e.Voice == "piper-only" {
+			return SpeakerInfo{}, nil, fmt.Errorf("%w: piper-only", ErrNoCloning)
+		}
+		info := SpeakerInfo{Owner: e.Owner, Name: e.Name, Voice: "clone", Created: t0}
+		s.speakers = slices.DeleteFunc(s.speakers, func(x SpeakerInfo) bool { return x.Owner == e.Owner && x.Name == e.Name })
+		s.speakers = append(s.speakers, info)
+		var evicted []SpeakerInfo
+		for len(s.speakers) > 2 {
+			evicted = append(evicted, s.speakers[0])
+			s.speakers = s.speakers[1:]
+		}
+		return info, evicted, nil
+	}
+	s.fake.ForgetFunc = func(owner, name string) (bool, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		n := len(s.speakers)
+		s.speakers = slices.DeleteFunc(s.speakers, func(x SpeakerInfo) bool { return x.Owner == owner && x.Name == name })
+		return len(s.speakers) < n, nil
+	}
+	s.fake.ListFunc = func() ([]SpeakerInfo, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return slices.Clone(s.speakers), nil
+	}
+	return s
+}
+
+// wavBase64 is a WAV of n samples at 16 kHz, in base64.
+func wavBase64(n int) string {
+	pcm := audio.PCM{Rate: 16000, Channels: 1, Samples: make([]int16, n)}
+	for i := range pcm.Samples {
+		pcm.Samples[i] = int16(i * 37)
+	}
+	return base64.StdEncoding.EncodeToString(audio.EncodeWAV(pcm))
+}
+
+func enrollJSON(id, name, wav string) string {
+	return fmt.Sprintf(`{"id":%q,"name":%q,"audio":%q}`, id, name, wav)
+}
+
+func TestDecodeEnroll(t *testing.T) {
+	good := wavBase64(16000)
+	// A WAV header that claims 10 hours of audio.
+	long := audio.EncodeWAV(audio.PCM{Rate: 16000, Channels: 1, Samples: make([]int16, 16)})
+	binary.LittleEndian.PutUint32(long[40:], 10*3600*16000*2)
+	binary.LittleEndian.PutUint32(long[4:], 36+10*3600*16000*2)
+	for _, tc := range []struct {
+		name, payload, reason, field string
+	}{
+		{"not JSON", "hello", ReasonInvalidJSON, ""},
+		{"broken JSON", `{"name":`, ReasonInvalidJSON, ""},
+		{"two objects", `{"name":"a","audio":"` + good + `"}{}`, ReasonInvalidJSON, ""},
+		{"name missing", `{"audio":"` + good + `"}`, ReasonBadField, "name"},
+		{"name a number", `{"name":5,"audio":"` + good + `"}`, ReasonBadField, "name"},
+		{"name with a slash", enrollJSON("e", "a/b", good), ReasonBadName, "name"},
+		{"name too long", enrollJSON("e", strings.Repeat("n", MaxNameBytes+1), good), ReasonBadName, "name"},
+		{"bad id", enrollJSON("../x", "dad", good), ReasonBadName, "id"},
+		{"bad voice", `{"name":"dad","voice":"../v","audio":"` + good + `"}`, ReasonBadName, "voice"},
+		{"audio missing", `{"name":"dad"}`, ReasonBadField, "audio"},
+		{"audio not base64", enrollJSON("e", "dad", "!!!!"), ReasonBadAudio, "audio"},
+		{"audio not a WAV", enrollJSON("e", "dad", base64.StdEncoding.EncodeToString([]byte("RIFF....not a wave file"))), ReasonBadAudio, "audio"},
+		{"WAV claiming 10 hours", enrollJSON("e", "dad", base64.StdEncoding.EncodeToString(long)), ReasonBadAudio, "audio"},
+		{"WAV of no samples", enrollJSON("e", "dad", wavBase64(0)), ReasonBadAudio, "audio"},
+		{"over MaxEnrollBytes", enrollJSON("e", "dad", strings.Repeat("A", MaxEnrollBytes)), ReasonTooLarge, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeEnroll([]byte(tc.payload))
+			var de *DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("error %v is not a *DecodeError", err)
+			}
+			if de.Reason != tc.reason || de.Field != tc.field {
+				t.Errorf("reason %q field %q (%v), want %q %q", de.Reason, de.Field, err, tc.reason, tc.field)
+			}
+		})
+	}
+
+	e, err := DecodeEnroll([]byte(`{"id":"e1","name":"dad","voice":"clone","audio":"` + good + `"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.ID != "e1" || e.Name != "dad" || e.Voice != "clone" || e.Audio.Rate != 16000 || len(e.Audio.Samples) != 16000 {
+		t.Errorf("decoded %+v", e)
+	}
+	// Wrapped at 76 columns and without padding, as base64 tools write it.
+	var wrapped strings.Builder
+	raw := strings.TrimRight(good, "=")
+	for i := 0; i < len(raw); i += 76 {
+		wrapped.WriteString(raw[i:min(i+76, len(raw))] + "\n")
+	}
+	if _, err := DecodeEnroll([]byte(enrollJSON("e", "dad", wrapped.String()))); err != nil {
+		t.Errorf("wrapped base64: %v", err)
+	}
+}
+
+func FuzzDecodeEnroll(f *testing.F) {
+	f.Add([]byte(enrollJSON("e", "dad", wavBase64(64))))
+	f.Add([]byte(`{"name":"dad","audio":""}`))
+	f.Add([]byte(`{"name":"dad","audio":"UklGRg=="}`))
+	f.Add([]byte(`not json`))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		e, err := DecodeEnroll(payload)
+		if err != nil {
+			var de *DecodeError
+			if !errors.As(err, &de) || de.Reason == "" {
+				t.Fatalf("error %v is not a *DecodeError with a reason", err)
+			}
+			return
+		}
+		if ValidateName(e.Name) != nil || len(e.Audio.Samples) == 0 || e.Audio.Validate() != nil {
+			t.Fatalf("accepted %+v", e)
+		}
+	})
+}
+
+func TestEnrollAndForget(t *testing.T) {
+	sp := newSpeakerRec()
+	h := newHarness(t, func(o *Options) { o.Speakers = &sp.fake }).start()
+	wav := wavBase64(16000)
+
+	h.send("u/anna/speaker/enroll", enrollJSON("e1", "dad", wav))
+	if e := h.waitEvent("e1", EventDone); e.Owner != "anna" || e.Speaker != "dad" || e.Command != "speaker/enroll" {
+		t.Errorf("enroll event %+v", e)
+	}
+	h.send("speaker/enroll", enrollJSON("e2", "radio", wav))
+	if e := h.waitEvent("e2", EventDone); e.Owner != "" || e.Speaker != "radio" {
+		t.Errorf("shared enroll event %+v", e)
+	}
+	h.send("u/ben/speaker/enroll", enrollJSON("e3", "gran", wav))
+	h.waitEvent("e3", EventDone)
+	// The store keeps two: anna's dad went.
+	waitFor(t, "evicted event", func() bool {
+		for _, e := range h.events() {
+			if e.State == EventEvicted && e.Owner == "anna" && e.Speaker == "dad" {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "lists", func() bool {
+		return len(h.tr.on("mynah/test/u/anna/speakers")) > 0 && len(h.tr.on("mynah/test/u/ben/speakers")) > 0 &&
+			len(h.tr.on("mynah/test/speakers")) > 0
+	})
+	list := func(topic string) []string {
+		msgs := h.tr.on(topic)
+		last := msgs[len(msgs)-1]
+		if !last.retained {
+			t.Errorf("%s not retained", topic)
+		}
+		var infos []SpeakerInfo
+		if err := json.Unmarshal(last.payload, &infos); err != nil {
+			t.Fatalf("%s: %v", topic, err)
+		}
+		var names []string
+		for _, i := range infos {
+			names = append(names, i.Owner+":"+i.Name)
+		}
+		return names
+	}
+	if got := list("mynah/test/u/anna/speakers"); len(got) != 0 {
+		t.Errorf("anna's list after the eviction: %v", got)
+	}
+	if got := list("mynah/test/u/ben/speakers"); !slices.Equal(got, []string{"ben:gran"}) {
+		t.Errorf("ben's list: %v (must hold only ben's speakers)", got)
+	}
+	if got := list("mynah/test/speakers"); !slices.Equal(got, []string{":radio"}) {
+		t.Errorf("shared list: %v", got)
+	}
+
+	// anna cannot forget ben's speaker; ben can.
+	before := len(h.events())
+	h.send("u/anna/speaker/forget", "gran")
+	waitFor(t, "forget answer", func() bool { return len(h.events()) > before })
+	if e := h.events()[before]; e.State != EventFailed || e.Reason != ReasonUnknownSpeaker {
+		t.Errorf("forgetting another owner's speaker: %+v", e)
+	}
+	before = len(h.events())
+	h.send("u/ben/speaker/forget", "gran\n")
+	waitFor(t, "forget answer", func() bool { return len(h.events()) > before })
+	if e := h.events()[before]; e.State != EventDone || e.Speaker != "gran" || e.Owner != "ben" {
+		t.Errorf("forget: %+v", e)
+	}
+}
+
+func TestEnrollFailures(t *testing.T) {
+	sp := newSpeakerRec()
+	h := newHarness(t, func(o *Options) { o.Speakers = &sp.fake }).start()
+	for _, tc := range []struct {
+		topic, payload, id, reason string
+	}{
+		{"u/anna/speaker/enroll", enrollJSON("short", "dad", wavBase64(100)), "short", ReasonBadAudio},
+		{"u/anna/speaker/enroll", `{"id":"pv","name":"dad","voice":"piper-only","audio":"` + wavBase64(16000) + `"}`, "pv", ReasonNotSupported},
+		{"u/anna/speaker/enroll", `{"id":"nn","audio":"` + wavBase64(16000) + `"}`, "nn", ReasonBadField},
+		{"u/../speaker/enroll", enrollJSON("ow", "dad", wavBase64(16000)), "", ReasonBadName},
+	} {
+		before := len(h.events())
+		h.send(tc.topic, tc.payload)
+		waitFor(t, "answer", func() bool { return len(h.events()) > before })
+		if e := h.events()[before]; e.State != EventFailed || e.Reason != tc.reason || e.ID != tc.id {
+			t.Errorf("%s %.40s: %+v, want failed %s", tc.topic, tc.payload, e, tc.reason)
+		}
+	}
+
+	plain := newHarness(t, nil).start()
+	plain.send("speaker/enroll", enrollJSON("x", "dad", wavBase64(16000)))
+	waitFor(t, "answer", func() bool { return len(plain.events()) == 1 })
+	if e := plain.events()[0]; e.Reason != ReasonNotSupported {
+		t.Errorf("enroll without a speaker store: %+v", e)
+	}
+}
+
+func TestOwnerTopics(t *testing.T) {
+	tp := newTopics("n", "homeassistant")
+	for topic, want := range map[string]string{
+		"mynah/n/u/anna/say":            "anna say",
+		"mynah/n/u/anna/speaker/enroll": "anna speaker/enroll",
+		"mynah/n/u/anna/speaker/forget": "anna speaker/forget",
+		"mynah/n/u/anna/stop":           "",
+		"mynah/n/u//say":                "",
+		"mynah/n/u/anna/b/say":          "",
+		"mynah/n/say":                   "",
+		"mynah/m/u/anna/say":            "",
+	} {
+		owner, cmd, ok := tp.owner(topic)
+		got := ""
+		if ok {
+			got = owner + " " + cmd
+		}
+		if got != want {
+			t.Errorf("%s: %q, want %q", topic, got, want)
+		}
+	}
+}
+
+func TestSpeakerErrorsReachEvents(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		reason string
+	}{
+		{fmt.Errorf("x: %w", ErrUnknownSpeaker), ReasonUnknownSpeaker},
+		{fmt.Errorf("x: %w", ErrReenroll), ReasonReenroll},
+		{fmt.Errorf("x: %w", ErrUnknownVoice), ReasonUnknownVoice},
+		{errors.New("model exploded"), ReasonSynthesis},
+	} {
+		h := newHarness(t, nil)
+		h.eng.err = tc.err
+		h.start()
+		h.send("u/anna/say", `{"id":"r","text":"Hello.","speaker":"dad"}`)
+		if e := h.waitEvent("r", EventFailed); e.Reason != tc.reason {
+			t.Errorf("%v: reason %q, want %q", tc.err, e.Reason, tc.reason)
+		}
+		if s := h.eng.last(); s.Owner != "anna" || s.Speaker != "dad" {
+			t.Errorf("engine got owner %q speaker %q", s.Owner, s.Speaker)
+		}
+	}
+}
