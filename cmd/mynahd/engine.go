@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -44,14 +43,6 @@ type voiceSet struct {
 	// loading, when set, is called as a load starts: tests hold a load
 	// there to make callers meet it.
 	loading func(name string)
-}
-
-// loadedVoice is a voice in the session cache, with the name it was asked
-// for (a Piper voice's own name is its file's, the same for every copy of
-// the demo voice).
-type loadedVoice struct {
-	name string
-	*voice.Piper
 }
 
 var _ daemon.Engine = (*voiceSet)(nil)
@@ -95,27 +86,32 @@ func (vs *voiceSet) Voices() []string {
 	return slices.Sorted(maps.Keys(names))
 }
 
-// scan maps voice names to their paths.
-func (vs *voiceSet) scan() (map[string]string, error) {
+// scan maps voice names to their paths and kinds.
+func (vs *voiceSet) scan() (map[string]voicePath, error) {
 	entries, err := os.ReadDir(vs.dir)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]string)
+	out := make(map[string]voicePath)
 	for _, e := range entries {
 		path := filepath.Join(vs.dir, e.Name())
 		switch {
 		case e.IsDir():
-			if _, err := voice.FindPiper(path); err == nil {
-				out[e.Name()] = path
+			if kind, err := voiceKind(path); err == nil {
+				out[e.Name()] = voicePath{path, kind}
 			}
 		case strings.HasSuffix(e.Name(), ".onnx"):
 			if _, err := os.Stat(path + ".json"); err == nil {
-				out[strings.TrimSuffix(e.Name(), ".onnx")] = path
+				out[strings.TrimSuffix(e.Name(), ".onnx")] = voicePath{path, kindPiper}
 			}
 		}
 	}
 	return out, nil
+}
+
+// voicePath is where a voice lies and what engine it needs.
+type voicePath struct {
+	path, kind string
 }
 
 // Default is the voice used when a request names none.
@@ -131,26 +127,26 @@ func (vs *voiceSet) load(ctx context.Context, name string) (*loadedVoice, int64,
 	if err != nil {
 		return nil, 0, err
 	}
-	path, ok := paths[name]
+	p, ok := paths[name]
 	if !ok {
 		return nil, 0, fmt.Errorf("%w %q", daemon.ErrUnknownVoice, name)
 	}
-	v, err := voice.LoadPiper(vs.rt, path, vs.opts)
+	v, err := vs.loadKind(name, p.kind, p.path)
 	if err != nil {
 		return nil, 0, err
 	}
-	info := v.Info()
+	info := v.info
 	loadMS := float64(time.Since(start).Microseconds()) / 1000
-	vs.log.Info("voice loaded", "voice", name, "load_ms", loadMS, "bytes", info.SizeBytes,
+	vs.log.Info("voice loaded", "voice", name, "engine", p.kind, "load_ms", loadMS, "bytes", info.SizeBytes,
 		"provider", info.Provider, "rate", info.SampleRate, "speakers", len(info.Speakers))
-	return &loadedVoice{name: name, Piper: v}, info.SizeBytes, nil
+	return v, info.SizeBytes, nil
 }
 
 // unload closes a voice the session cache let go of (evicted, closed under
 // memory pressure, or at shutdown): the session cache's Close.
 func (vs *voiceSet) unload(v *loadedVoice) error {
 	vs.log.Info("voice unloaded", "voice", v.name)
-	return v.Close()
+	return v.close()
 }
 
 // Preload loads the default voice, then voices.sessions.preload, so that
@@ -174,13 +170,14 @@ func (vs *voiceSet) Preload(ctx context.Context) (voice.Info, error) {
 			vs.log.Warn("preload voice failed, skipping it", "voice", name, "err", err)
 		}
 	}
-	return v.Info(), nil
+	return v.info, nil
 }
 
 // Speak implements daemon.Engine. With a phrase cache, each sentence is
 // looked up before it is synthesized and stored after it was handed on, so
 // "The washing machine has finished. It is 7 pm." reuses the first sentence
-// whatever the time.
+// whatever the time. Sentence n is emitted before n+1 is synthesized (the
+// daemon plays n meanwhile).
 func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon.Chunk) error) error {
 	name := s.Voice
 	if name == "" {
@@ -191,40 +188,41 @@ func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon
 		return err
 	}
 	defer release()
-	req := voice.Request{Text: s.Text, Speaker: s.Speaker, Rate: s.Rate}
-	if vs.phrases == nil || s.NoCache {
-		return v.Synthesize(ctx, req, func(c voice.Chunk) error {
-			return emit(daemon.Chunk{Index: c.Index, Last: c.Last, PCM: c.PCM, Silence: c.Silence})
-		})
-	}
-	prm, err := v.Resolve(req)
+	p, err := v.prepare(ctx, s)
 	if err != nil {
 		return err
 	}
-	sentences, err := v.Split(s.Text)
+	sentences, err := v.split(s.Text)
 	if err != nil {
 		return err
 	}
-	info := v.Info()
+	useCache := vs.phrases != nil && p.cacheable && !s.NoCache
 	for i, sentence := range sentences {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		key := phraseKey(name, info, prm, sentence)
-		pcm, hit := vs.cached(key)
+		var (
+			key cache.PhraseKey
+			pcm audio.PCM
+			hit bool
+		)
+		if useCache {
+			key = p.key(sentence)
+			pcm, hit = vs.cached(key)
+		}
 		if !hit {
-			if pcm, _, err = v.SynthesizeSentence(sentence, prm); err != nil {
+			if pcm, err = p.synth(ctx, sentence); err != nil {
 				return fmt.Errorf("sentence %d: %w", i+1, err)
 			}
 		}
 		c := daemon.Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm, Cached: hit}
 		if !c.Last {
-			c.Silence = v.SilenceAfter()
+			c.Silence = v.silence
 		}
 		if err := emit(c); err != nil {
 			return err
 		}
-		if !hit {
+		if useCache && !hit {
 			vs.store(key, name, pcm)
 		}
 	}
@@ -245,22 +243,21 @@ func (vs *voiceSet) PinPhrases(ctx context.Context, texts []string) error {
 		return err
 	}
 	defer release()
-	prm, err := v.Resolve(voice.Request{})
+	p, err := v.prepare(ctx, daemon.Speech{})
 	if err != nil {
 		return err
 	}
-	info := v.Info()
 	want := make(map[cache.PhraseKey]bool)
 	for _, text := range texts {
-		sentences, err := v.Split(text)
+		sentences, err := v.split(text)
 		if err != nil {
 			return fmt.Errorf("pinned phrase %q: %w", text, err)
 		}
 		for _, sentence := range sentences {
-			key := phraseKey(vs.def, info, prm, sentence)
+			key := p.key(sentence)
 			want[key] = true
 			if _, hit := vs.cached(key); !hit {
-				pcm, _, err := v.SynthesizeSentence(sentence, prm)
+				pcm, err := p.synth(ctx, sentence)
 				if err != nil {
 					return fmt.Errorf("pinned phrase %q: %w", sentence, err)
 				}
@@ -287,21 +284,11 @@ func (vs *voiceSet) PinPhrases(ctx context.Context, texts []string) error {
 	return nil
 }
 
-// phraseKey names one sentence's audio: everything that changes it.
-func phraseKey(voiceName string, info voice.Info, prm voice.Params, sentence string) cache.PhraseKey {
-	return cache.PhraseSpec{
-		ModelDigest: info.Digest,
-		Voice:       voiceName,
-		Speaker:     strconv.FormatInt(prm.Speaker, 10),
-		Params: map[string]float64{
-			"length_scale": float64(prm.LengthScale),
-			"noise_scale":  float64(prm.NoiseScale),
-			"noise_w":      float64(prm.NoiseW),
-		},
-		Settings:   map[string]string{"engine": "piper", "phonemes": info.Phonemes},
-		SampleRate: info.SampleRate,
-		Text:       sentence,
-	}.Key()
+// key names one sentence's audio under the plan's settings.
+func (p *plan) key(sentence string) cache.PhraseKey {
+	spec := p.spec
+	spec.Text = sentence
+	return spec.Key()
 }
 
 // cached returns a sentence's audio from the phrase cache. A damaged record

@@ -192,21 +192,20 @@ func fillPhraseCache(b *testing.B, vs *voiceSet, path string, maxBytes int64) ([
 		b.Fatal(err)
 	}
 	defer release()
-	info := v.Info()
 	var base []audio.PCM
-	var prms []voice.Params
+	var plans []*plan
 	for _, spk := range demo.Speakers() {
-		prm, err := v.Resolve(voice.Request{Speaker: spk.Name})
+		p, err := v.prepare(context.Background(), daemon.Speech{Speaker: spk.Name})
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, sentence := range benchSentences() {
-			pcm, _, err := v.SynthesizeSentence(sentence, prm)
+			pcm, err := p.synth(context.Background(), sentence)
 			if err != nil {
 				b.Fatal(err)
 			}
 			base = append(base, pcm)
-			prms = append(prms, prm)
+			plans = append(plans, p)
 		}
 	}
 	var records [][]byte
@@ -229,7 +228,7 @@ fill:
 			total += int64(len(data))
 			raw += 2 * int64(len(scaled.Samples))
 			records = append(records, data)
-			keys = append(keys, phraseKey(vs.def, info, prms[i], fmt.Sprintf("round %d: sentence %d", round, i)))
+			keys = append(keys, plans[i].key(fmt.Sprintf("round %d: sentence %d", round, i)))
 		}
 	}
 	s, err := cache.Open(path, &cache.Options{MaxBytes: maxBytes})

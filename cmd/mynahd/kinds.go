@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/voice"
+	"github.com/mynah-tts/mynah/audio/voice/bundle"
+	"github.com/mynah-tts/mynah/cache"
+	"github.com/mynah-tts/mynah/daemon"
+)
+
+// Voice kinds: a plain Piper directory, or a bundle whose voice.json names
+// its engine.
+const (
+	kindPiper    = "piper"
+	kindStyle    = bundle.EngineStyleVector
+	kindPipeline = bundle.EnginePipeline
+)
+
+// loadedVoice is a voice in the session cache, whatever its engine: the
+// few things voiceSet does with every kind, as functions the kind's
+// adapter fills in.
+type loadedVoice struct {
+	name    string // the name it was asked for (the directory's)
+	kind    string
+	info    voice.Info
+	silence time.Duration // after every sentence but the last
+	split   func(text string) ([]string, error)
+	// prepare resolves a request against the voice: its sentence
+	// synthesizer and what makes its audio differ from another request's.
+	prepare func(ctx context.Context, s daemon.Speech) (*plan, error)
+	close   func() error
+}
+
+// plan is a request resolved against a voice.
+type plan struct {
+	// spec names every setting that changes the audio; Text is filled in
+	// per sentence to make the phrase cache key.
+	spec cache.PhraseSpec
+	// cacheable is false when a sentence's audio depends on more than the
+	// spec: a conversation session carries the decoder's state over.
+	cacheable bool
+	synth     func(ctx context.Context, sentence string) (audio.PCM, error)
+}
+
+// voiceKind says what engine the voice directory at path needs.
+func voiceKind(path string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(path, bundle.ManifestName))
+	if errors.Is(err, os.ErrNotExist) {
+		if _, err := voice.FindPiper(path); err != nil {
+			return "", err
+		}
+		return kindPiper, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	m, err := bundle.Parse(data)
+	if err != nil {
+		return "", err
+	}
+	switch m.Engine {
+	case kindStyle, kindPipeline:
+		return m.Engine, nil
+	}
+	return "", fmt.Errorf("%s: engine %q in a voice.json is not supported; a Piper voice needs no manifest", path, m.Engine)
+}
+
+// loadKind loads the voice at path with the engine of its kind.
+func (vs *voiceSet) loadKind(name, kind, path string) (*loadedVoice, error) {
+	switch kind {
+	case kindPiper:
+		v, err := voice.LoadPiper(vs.rt, path, vs.opts)
+		if err != nil {
+			return nil, err
+		}
+		return piperVoice(name, v), nil
+	case kindStyle:
+		v, err := voice.LoadStyle(vs.rt, path, &voice.StyleOptions{
+			Session: vs.opts.Session, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return styleVoice(name, v), nil
+	case kindPipeline:
+		return vs.loadPipeline(name, path)
+	}
+	return nil, fmt.Errorf("voice %q: unknown kind %q", name, kind)
+}
+
+func piperVoice(name string, v *voice.Piper) *loadedVoice {
+	info := v.Info()
+	return &loadedVoice{
+		name: name, kind: kindPiper, info: info, silence: v.SilenceAfter(),
+		split: v.Split, close: v.Close,
+		prepare: func(_ context.Context, s daemon.Speech) (*plan, error) {
+			prm, err := v.Resolve(voice.Request{Speaker: s.Speaker, Rate: s.Rate})
+			if err != nil {
+				return nil, engineErr(err)
+			}
+			return &plan{
+				spec: cache.PhraseSpec{
+					ModelDigest: info.Digest,
+					Voice:       name,
+					Speaker:     strconv.FormatInt(prm.Speaker, 10),
+					Params: map[string]float64{
+						"length_scale": float64(prm.LengthScale),
+						"noise_scale":  float64(prm.NoiseScale),
+						"noise_w":      float64(prm.NoiseW),
+					},
+					Settings:   map[string]string{"engine": kindPiper, "phonemes": info.Phonemes},
+					SampleRate: info.SampleRate,
+				},
+				cacheable: true,
+				synth: func(_ context.Context, sentence string) (audio.PCM, error) {
+					pcm, _, err := v.SynthesizeSentence(sentence, prm)
+					return pcm, err
+				},
+			}, nil
+		},
+	}
+}
+
+func styleVoice(name string, v *voice.Style) *loadedVoice {
+	info := v.Info()
+	return &loadedVoice{
+		name: name, kind: kindStyle, info: info, silence: v.SilenceAfter(),
+		split: v.Split, close: v.Close,
+		prepare: func(_ context.Context, s daemon.Speech) (*plan, error) {
+			prm, err := v.Resolve(voice.Request{Speaker: s.Speaker, Rate: s.Rate})
+			if err != nil {
+				return nil, engineErr(err)
+			}
+			return &plan{
+				spec: cache.PhraseSpec{
+					ModelDigest: info.Digest, // of voice.json, which pins every file's digest
+					Voice:       name,
+					Speaker:     prm.Voice,
+					Params:      map[string]float64{"speed": float64(prm.Speed)},
+					Settings:    map[string]string{"engine": kindStyle, "phonemes": info.Phonemes},
+					SampleRate:  info.SampleRate,
+				},
+				cacheable: true,
+				synth: func(_ context.Context, sentence string) (audio.PCM, error) {
+					pcm, _, err := v.SynthesizeSentence(sentence, prm)
+					return pcm, err
+				},
+			}, nil
+		},
+	}
+}
+
+// engineErr marks an engine's unknown-speaker error with the daemon's
+// sentinel, so the failed event says unknown_speaker.
+func engineErr(err error) error {
+	if errors.Is(err, voice.ErrUnknownSpeaker) && !errors.Is(err, daemon.ErrUnknownSpeaker) {
+		return fmt.Errorf("%w: %w", daemon.ErrUnknownSpeaker, err)
+	}
+	return err
+}
+
+// loadPipeline loads a cloning voice (speaker encoder, decoder, vocoder).
+func (vs *voiceSet) loadPipeline(name, path string) (*loadedVoice, error) {
+	return nil, fmt.Errorf("voice %q: %w (pipeline engine not wired yet)", name, daemon.ErrNoCloning)
+}
