@@ -12,6 +12,7 @@ import (
 
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/audiotest"
+	"github.com/mynah-tts/mynah/audio/voice/bundle"
 )
 
 // mynah runs the CLI in-process and returns its output.
@@ -52,6 +53,7 @@ func TestUsageErrors(t *testing.T) {
 		{"sing"},
 		{"voice"},
 		{"voice", "demo"},
+		{"voice", "demo", "--kind", "bogus", "--out", "x"},
 		{"say", "--rate"},
 		{"say", "--provider", "quantum", "hi"},
 		{"devices", "extra"},
@@ -92,6 +94,19 @@ func TestVoiceDemoIsReproducible(t *testing.T) {
 	out, _, err := mynah(t, "voice", "info", a)
 	if err != nil || !strings.Contains(out, "22050 Hz") || !strings.Contains(out, "speakers     3") {
 		t.Fatalf("voice info: %v\n%s", err, out)
+	}
+}
+
+func TestVoiceDemoKits(t *testing.T) {
+	for kind, engine := range map[string]string{"cloning": "pipeline", "style": "style_vector"} {
+		dir := t.TempDir()
+		out, stderr, err := mynah(t, "voice", "demo", "--kind", kind, "--out", dir)
+		if err != nil || !strings.Contains(out, engine+" bundle") {
+			t.Fatalf("voice demo --kind %s: %v\n%s%s", kind, err, out, stderr)
+		}
+		if _, err := bundle.Load(dir); err != nil {
+			t.Errorf("%s kit does not load: %v", kind, err)
+		}
 	}
 }
 

@@ -10,12 +10,14 @@ import (
 	"strings"
 
 	"github.com/mynah-tts/mynah/audio/voice"
+	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/quant/onnx"
 )
 
 const voiceUsage = `Usage:
-  mynah voice demo --out DIR   build the demo voice (deterministic, ~robotic)
+  mynah voice demo [--kind piper|cloning|style] --out DIR
+                               build a demo voice (deterministic, ~robotic)
   mynah voice info PATH        describe the Piper voice at PATH
 `
 
@@ -40,9 +42,10 @@ func runVoice(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func runVoiceDemo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("voice demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("out", "", "directory to write mynah-demo.onnx and mynah-demo.onnx.json into (created if missing)")
+	out := fs.String("out", "", "directory to write the voice into (created if missing); put it in voices.dir under the name it should have")
+	kind := fs.String("kind", "piper", "piper: the Piper-format demo voice; cloning: a voice.json bundle with a speaker\nencoder, a KV-cached decoder and a vocoder (enroll speakers into it); style: a\nKokoro-format bundle with a pack of three voices")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: mynah voice demo --out DIR\n\nBuilds mynah's own demo voice: a small ONNX model that follows the Piper\nvoice format and makes robotic speech by signal processing inside the graph.\nThe same options always give byte-identical files.\n\nFlags:\n")
+		fmt.Fprint(stderr, "Usage: mynah voice demo [--kind piper|cloning|style] --out DIR\n\nBuilds one of mynah's own demo voices: small ONNX models made by signal\nprocessing inside the graph (robotic speech, no downloads). The same options\nalways give byte-identical files.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -59,6 +62,25 @@ func runVoiceDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("voice demo: %w", err)
+	}
+	switch *kind {
+	case "piper":
+	case "cloning", "style":
+		write := demo.WriteCloning
+		if *kind == "style" {
+			write = func(dir string, _ *demo.CloningOptions) error { return demo.WriteStyle(dir, nil) }
+		}
+		if err := write(*out, nil); err != nil {
+			return fmt.Errorf("voice demo: %w", err)
+		}
+		b, err := bundle.Load(*out)
+		if err != nil {
+			return fmt.Errorf("voice demo: check written bundle: %w", err)
+		}
+		fmt.Fprintf(stdout, "%s: %s bundle %q, voice.json sha256 %s\n", *out, b.Manifest.Engine, b.Manifest.Name, b.Digest[:16])
+		return nil
+	default:
+		return usageError("--kind %q: want piper, cloning or style", *kind)
 	}
 	path, err := demo.Write(*out, nil)
 	if err != nil {
