@@ -443,3 +443,27 @@ func closeClient(t *testing.T, tc *testClient) {
 		t.Fatalf("close: %v", err)
 	}
 }
+
+// TestMosquittoUsersAndACL checks the harness's users and ACL: with the
+// documented owner pattern, anna may publish on her own topics only, and
+// the broker silently drops what she sends to ben's.
+func TestMosquittoUsersAndACL(t *testing.T) {
+	t.Parallel()
+	m := mqtttest.StartMosquittoWith(t, &mqtttest.MosquittoOptions{
+		Users: map[string]string{"mynahd": "d-secret", "anna": "a-secret"},
+		ACL:   "user mynahd\ntopic readwrite mynah/#\n\npattern readwrite mynah/+/u/%u/#",
+	})
+	got := mqtttest.Subscribe(t, m.URLAs("mynahd", "d-secret"), "mynah/n/u/+/say")
+	mqtttest.Publish(t, m.URLAs("anna", "a-secret"), "mynah/n/u/ben/say", []byte("not hers"), false)
+	mqtttest.Publish(t, m.URLAs("anna", "a-secret"), "mynah/n/u/anna/say", []byte("hers"), false)
+	if msg := recv(t, got); msg.Topic != "mynah/n/u/anna/say" || string(msg.Payload) != "hers" {
+		t.Fatalf("got %s %q: the ACL let anna speak for ben", msg.Topic, msg.Payload)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	_, err := mqtt.Connect(ctx, &mqtt.Options{Broker: m.URL(), ClientID: "anonymous", Username: "anna", Password: "wrong",
+		MaxReconnectInterval: time.Second})
+	if err == nil {
+		t.Fatal("a wrong password connected")
+	}
+}

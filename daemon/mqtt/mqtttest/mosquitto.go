@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -57,6 +58,12 @@ type MosquittoOptions struct {
 	// every message costs mosquitto about 0.4 ms per message on loopback,
 	// which would swamp the latency being measured.
 	NoAutosave bool
+	// Users, when set, turns anonymous access off: only these user names
+	// with their passwords may connect (URLAs makes their URLs).
+	Users map[string]string
+	// ACL is the content of a mosquitto acl_file (e.g. "pattern write
+	// mynah/+/u/%u/#"); "" means none (every user may do anything).
+	ACL string
 }
 
 // StartMosquitto starts mosquitto on 127.0.0.1 and a free port and stops
@@ -86,6 +93,16 @@ func StartMosquittoWith(tb testing.TB, opts *MosquittoOptions) *Mosquitto {
 		conf: filepath.Join(dir, "mosquitto.conf"),
 		log:  filepath.Join(dir, "mosquitto.log"),
 		port: freePort(tb),
+	}
+	if len(o.Users) > 0 {
+		if err := m.writeUsers(o.Users); err != nil {
+			tb.Fatalf("mqtttest: %v", err)
+		}
+	}
+	if o.ACL != "" {
+		if err := os.WriteFile(filepath.Join(dir, "acl"), []byte(o.ACL+"\n"), 0o600); err != nil {
+			tb.Fatalf("mqtttest: write acl file: %v", err)
+		}
 	}
 	if err := os.WriteFile(m.conf, []byte(m.config(o)), 0o600); err != nil {
 		tb.Fatalf("mqtttest: write mosquitto config: %v", err)
@@ -131,9 +148,16 @@ func (m *Mosquitto) config(o MosquittoOptions) string {
 		autosave = "autosave_interval 0"
 		logTypes = "log_type error\nlog_type warning\nlog_type notice"
 	}
+	access := "allow_anonymous true"
+	if len(o.Users) > 0 {
+		access = "allow_anonymous false\npassword_file " + filepath.Join(m.dir, "passwd")
+	}
+	if o.ACL != "" {
+		access += "\nacl_file " + filepath.Join(m.dir, "acl")
+	}
 	return fmt.Sprintf(`# written by mqtttest
 listener %d 127.0.0.1
-allow_anonymous true
+%s
 persistence true
 persistence_location %s/
 %s
@@ -142,7 +166,32 @@ user %s
 log_dest file %s
 %s
 log_timestamp_format %%H:%%M:%%S
-`, m.port, m.dir, autosave, name, m.log, logTypes)
+`, m.port, access, m.dir, autosave, name, m.log, logTypes)
+}
+
+// writeUsers makes the password file with mosquitto_passwd, which comes
+// with mosquitto and hashes the way this mosquitto expects.
+func (m *Mosquitto) writeUsers(users map[string]string) error {
+	tool, err := exec.LookPath("mosquitto_passwd")
+	if err != nil {
+		return errors.New("mosquitto_passwd not found: install mosquitto (scripts/setup.sh)")
+	}
+	file := filepath.Join(m.dir, "passwd")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		return err
+	}
+	for user, pass := range users {
+		if out, err := exec.Command(tool, "-b", file, user, pass).CombinedOutput(); err != nil {
+			return fmt.Errorf("mosquitto_passwd %s: %v: %s", user, err, out)
+		}
+	}
+	return nil
+}
+
+// URLAs is the broker URL with a user's credentials in it, which paho
+// (and mqtttest's helpers) use to log in.
+func (m *Mosquitto) URLAs(user, password string) string {
+	return (&url.URL{Scheme: "tcp", User: url.UserPassword(user, password), Host: m.Addr()}).String()
 }
 
 // freePort asks the kernel for a free port. Another process could take it
