@@ -22,6 +22,9 @@ Usage:
   mynah voice info PATH         describe a Piper voice
   mynah devices                 list audio output devices
   mynah cache stats|purge|check inspect or purge the phrase cache (--file)
+  mynah enroll --name N REF.wav clone a speaker into a running mynahd (--owner)
+  mynah forget --name N         forget a cloned speaker
+  mynah speakers                list an owner's cloned speakers
   mynah version
 
 Run "mynah COMMAND -h" for a command's flags.
@@ -64,6 +67,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		{"voice", runVoice},
 		{"devices", runDevices},
 		{"cache", runCache},
+		{"enroll", runEnroll},
+		{"forget", runForget},
+		{"speakers", runSpeakers},
 		{"version", func(context.Context, []string, io.Writer, io.Writer) error {
 			fmt.Fprintln(stdout, "mynah", version)
 			return nil
