@@ -7,11 +7,12 @@ import (
 )
 
 // Check runs Open's checks again on the open file: the structural walk of
-// the page tree, bbolt's tx.Check, the schema, and the agreement of the
-// phrase index, the audio and the spool records. It returns nil for a
-// sound file, or an error wrapping ErrCorrupt that names up to five
-// problems. On a read-write Store it runs in the writer's transaction, so
-// writes wait for it (BenchmarkOpenFull shows the cost on a full file).
+// the page tree, bbolt's tx.Check, the schema, the agreement of the phrase
+// index, the audio and the spool records, and each speaker record's CRC
+// and contents. It returns nil for a sound file, or an error wrapping
+// ErrCorrupt that names up to five problems. On a read-write Store it runs
+// in the writer's transaction, so writes wait for it (BenchmarkOpenFull
+// shows the cost on a full file).
 func (s *Store) Check() error {
 	if s.readOnly {
 		return s.view(s.checkIn)

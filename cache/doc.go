@@ -2,10 +2,13 @@
 //
 // Store is one bbolt file in the state directory holding the phrase audio
 // cache (sentence-granular, keyed by PhraseKey, bounded by bytes with LRU
-// eviction, a TTL and pins) and the queue spool (accepted MQTT requests,
-// durable before they are acknowledged). A broken file never stops speech:
-// Open moves a corrupt file aside and starts a fresh one, and failed writes
-// are returned and counted, never panicked.
+// eviction, a TTL and pins), the queue spool (accepted MQTT requests,
+// durable before they are acknowledged) and the speakers (embeddings for
+// voice cloning, stored as fp16 or int8 through package quant/embed with
+// their encoder's digest, the most recent Options.MaxSpeakers kept, all of
+// them decoded in memory). A broken file never stops speech: Open moves a
+// corrupt file aside and starts a fresh one, and failed writes are
+// returned and counted, never panicked.
 //
 // Sessions is an in-memory LRU of loaded model sessions.
 //

@@ -34,7 +34,9 @@ var (
 
 	// ErrInvalid is returned for arguments outside the documented limits
 	// (an empty or over-long spool id or voice name, an oversized spool
-	// payload, a zero receive time, an unknown purge scope).
+	// payload, a zero receive time, an unknown purge scope, a speaker name
+	// or owner that breaks the naming rules, a speaker embedding that is
+	// empty, too long, not finite or all zero).
 	ErrInvalid = errors.New("invalid cache argument")
 
 	// ErrNotFound is returned by Pin and Unpin for a phrase that is not
@@ -44,6 +46,12 @@ var (
 	// ErrReadOnly is returned by every write on a Store opened with
 	// Options.ReadOnly.
 	ErrReadOnly = errors.New("cache opened read-only")
+
+	// ErrEncoderChanged is returned by Speaker.CheckEncoder when the speaker
+	// was enrolled with another speaker encoder than the installed one:
+	// its embedding means nothing to the new encoder's voice. Re-enroll the
+	// speaker with a new recording (the reference audio is never kept).
+	ErrEncoderChanged = errors.New("speaker enrolled with another speaker encoder")
 
 	// ErrClosed is returned by every method called after Close.
 	ErrClosed = errors.New("cache closed")

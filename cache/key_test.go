@@ -161,13 +161,15 @@ func TestParsePurgeScope(t *testing.T) {
 		{"phrases", PurgeScope{Kind: PurgePhrases}, true},
 		{"all", PurgeScope{Kind: PurgeAll}, true},
 		{"expired", PurgeScope{Kind: PurgeExpired}, true},
+		{"speakers", PurgeScope{Kind: PurgeSpeakers}, true},
 		{"voice=en_US-amy-medium", PurgeScope{Kind: PurgeVoice, Voice: "en_US-amy-medium"}, true},
 		{"voice=a=b", PurgeScope{Kind: PurgeVoice, Voice: "a=b"}, true},
 		{"older=36h", PurgeScope{Kind: PurgeOlder, Age: 36 * time.Hour}, true},
 		{"older=7d", PurgeScope{Kind: PurgeOlder, Age: 7 * 24 * time.Hour}, true},
 		{"older=90m", PurgeScope{Kind: PurgeOlder, Age: 90 * time.Minute}, true},
 		{"", PurgeScope{}, false},
-		{"speakers", PurgeScope{}, false},
+		{"speakers=a", PurgeScope{}, false},
+		{"Speakers", PurgeScope{}, false},
 		{"Phrases", PurgeScope{}, false},
 		{"all=1", PurgeScope{}, false},
 		{"voice", PurgeScope{}, false},
@@ -194,7 +196,7 @@ func TestParsePurgeScope(t *testing.T) {
 }
 
 func FuzzParsePurgeScope(f *testing.F) {
-	for _, s := range []string{"phrases", "all", "expired", "voice=amy", "older=7d", "older=1h30m", "older=-5d", "voice=", "x=y=z"} {
+	for _, s := range []string{"phrases", "speakers", "all", "expired", "voice=amy", "older=7d", "older=1h30m", "older=-5d", "voice=", "x=y=z"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {

@@ -248,7 +248,7 @@ func (s *Store) loadReadOnly() error {
 			return err
 		}
 		if version == 0 && tx.Bucket(bucketMeta) == nil && tx.Bucket(bucketPhrases) == nil {
-			s.st = &state{phrases: map[PhraseKey]*phraseEntry{}, spool: map[string][]byte{}}
+			s.st = newState()
 			return nil // a new file nothing was written to yet
 		}
 		if version < schemaVersion() {

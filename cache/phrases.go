@@ -362,26 +362,30 @@ func (s *Store) Purge(scope PurgeScope) (int, error) {
 	err := s.submit(&writeOp{apply: func(tx *bolt.Tx) error {
 		n = 0
 		switch scope.Kind {
+		case PurgeSpeakers:
+			n = len(s.st.speakers)
+			if err := recreateBucket(tx, bucketSpeaker); err != nil {
+				return err
+			}
+			s.st.speakers = map[string]*speakerEntry{}
+			return nil
 		case PurgePhrases, PurgeAll:
 			n = len(s.st.phrases)
 			names := [][]byte{bucketPhrases, bucketIndex}
 			if scope.Kind == PurgeAll {
-				n += len(s.st.spool)
-				names = append(names, bucketSpool)
+				n += len(s.st.spool) + len(s.st.speakers)
+				names = append(names, bucketSpool, bucketSpeaker)
 			}
 			for _, name := range names {
-				if err := tx.DeleteBucket(name); err != nil {
-					return abort(err)
-				}
-				if _, err := tx.CreateBucket(name); err != nil {
-					return abort(err)
+				if err := recreateBucket(tx, name); err != nil {
+					return err
 				}
 			}
-			spool := s.st.spool
-			if scope.Kind == PurgeAll {
-				spool = map[string][]byte{}
+			st := newState()
+			if scope.Kind == PurgePhrases {
+				st.spool, st.speakers = s.st.spool, s.st.speakers
 			}
-			s.st = &state{phrases: map[PhraseKey]*phraseEntry{}, spool: spool}
+			s.st = st
 			clear(s.dirty)
 			return nil
 		}
@@ -414,16 +418,27 @@ func (s *Store) Purge(scope PurgeScope) (int, error) {
 	return n, nil
 }
 
+func recreateBucket(tx *bolt.Tx, name []byte) error {
+	if err := tx.DeleteBucket(name); err != nil {
+		return abort(err)
+	}
+	if _, err := tx.CreateBucket(name); err != nil {
+		return abort(err)
+	}
+	return nil
+}
+
 // PurgeKind says what Purge removes.
 type PurgeKind int
 
 // Purge scopes. Pinned phrases go only with the scopes that name them.
 const (
-	PurgePhrases PurgeKind = iota + 1 // every phrase, pinned ones too
-	PurgeAll                          // every phrase and the spool
-	PurgeVoice                        // the phrases of PurgeScope.Voice, pinned ones too
-	PurgeOlder                        // unpinned phrases stored more than PurgeScope.Age ago
-	PurgeExpired                      // unpinned phrases past Options.TTL (none without a TTL)
+	PurgePhrases  PurgeKind = iota + 1 // every phrase, pinned ones too
+	PurgeAll                           // every phrase, the spool and every speaker
+	PurgeVoice                         // the phrases of PurgeScope.Voice, pinned ones too
+	PurgeOlder                         // unpinned phrases stored more than PurgeScope.Age ago
+	PurgeExpired                       // unpinned phrases past Options.TTL (none without a TTL)
+	PurgeSpeakers                      // every stored speaker
 )
 
 // PurgeScope is the argument of Purge.
@@ -437,9 +452,9 @@ type PurgeScope struct {
 const maxScopeLen = 300
 
 // ParsePurgeScope reads the scope of `mynah cache purge --scope` and of the
-// MQTT cache/purge command: "phrases", "all", "expired", "voice=NAME" or
-// "older=AGE", where AGE is a Go duration ("36h", "90m") or whole days
-// ("7d"). At most 300 bytes.
+// MQTT cache/purge command: "phrases", "speakers", "all", "expired",
+// "voice=NAME" or "older=AGE", where AGE is a Go duration ("36h", "90m")
+// or whole days ("7d"). At most 300 bytes.
 func ParsePurgeScope(text string) (PurgeScope, error) {
 	if len(text) > maxScopeLen {
 		return PurgeScope{}, fmt.Errorf("%w: purge scope of %d bytes exceeds the %d-byte limit", ErrInvalid, len(text), maxScopeLen)
@@ -451,6 +466,8 @@ func ParsePurgeScope(text string) (PurgeScope, error) {
 		sc.Kind = PurgePhrases
 	case name == "all" && !hasArg:
 		sc.Kind = PurgeAll
+	case name == "speakers" && !hasArg:
+		sc.Kind = PurgeSpeakers
 	case name == "expired" && !hasArg:
 		sc.Kind = PurgeExpired
 	case name == "voice" && hasArg:
@@ -462,7 +479,7 @@ func ParsePurgeScope(text string) (PurgeScope, error) {
 		}
 		sc.Kind, sc.Age = PurgeOlder, age
 	default:
-		return PurgeScope{}, fmt.Errorf("%w: purge scope %q: want phrases, all, expired, voice=NAME or older=AGE", ErrInvalid, text)
+		return PurgeScope{}, fmt.Errorf("%w: purge scope %q: want phrases, speakers, all, expired, voice=NAME or older=AGE", ErrInvalid, text)
 	}
 	if err := sc.validate(); err != nil {
 		return PurgeScope{}, err
@@ -487,7 +504,7 @@ func parseAge(s string) (time.Duration, error) {
 
 func (p PurgeScope) validate() error {
 	switch p.Kind {
-	case PurgePhrases, PurgeAll, PurgeExpired:
+	case PurgePhrases, PurgeAll, PurgeExpired, PurgeSpeakers:
 		return nil
 	case PurgeVoice:
 		if p.Voice == "" || len(p.Voice) > maxVoiceLen {
@@ -512,6 +529,8 @@ func (p PurgeScope) String() string {
 		return "all"
 	case PurgeExpired:
 		return "expired"
+	case PurgeSpeakers:
+		return "speakers"
 	case PurgeVoice:
 		return "voice=" + p.Voice
 	case PurgeOlder:

@@ -19,11 +19,12 @@ var (
 	bucketPhrases = []byte("phrases")      // PhraseKey → the caller's bytes
 	bucketIndex   = []byte("phrase_index") // PhraseKey → indexRecord (size, times, pin, voice)
 	bucketSpool   = []byte("spool")        // received (8 bytes, big-endian ns) + id → expires (8) + payload
+	bucketSpeaker = []byte("speakers")     // "owner/name" → speakerRecord (schema 2)
 
 	keySchema   = []byte("schema")
 	keyCounters = []byte("counters")
 
-	ourBuckets = [][]byte{bucketMeta, bucketPhrases, bucketIndex, bucketSpool}
+	ourBuckets = [][]byte{bucketMeta, bucketPhrases, bucketIndex, bucketSpool, bucketSpeaker}
 )
 
 // migrations[n] upgrades a file from schema version n to n+1, inside the
@@ -39,6 +40,11 @@ var migrations = []func(tx *bolt.Tx) error{
 			}
 		}
 		return nil
+	},
+	// 1 → 2: speaker embeddings.
+	func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketSpeaker)
+		return err
 	},
 }
 
@@ -176,16 +182,26 @@ func decodeCounters(b []byte) counters {
 	return counters{u(0), u(1), u(2), u(3), u(4)}
 }
 
-// state is the in-memory mirror of the phrase index and the spool's keys.
-// Lookups, LRU order and budget decisions use it, so a miss never opens a
-// transaction and a hit needs only a read transaction.
+// state is the in-memory mirror of the phrase index and the spool's keys,
+// and the decoded speakers. Lookups, LRU order and budget decisions use it,
+// so a miss never opens a transaction, a phrase hit needs only a read
+// transaction and a speaker hit none.
 type state struct {
 	phrases     map[PhraseKey]*phraseEntry
 	lru         list.List // of *phraseEntry; front is the most recently used
 	bytes       int64
 	pinnedBytes int64
 	pinned      int
-	spool       map[string][]byte // id → spool key
+	spool       map[string][]byte        // id → spool key
+	speakers    map[string]*speakerEntry // SpeakerRef.key() → speaker
+}
+
+func newState() *state {
+	return &state{
+		phrases:  map[PhraseKey]*phraseEntry{},
+		spool:    map[string][]byte{},
+		speakers: map[string]*speakerEntry{},
+	}
 }
 
 type phraseEntry struct {
@@ -194,13 +210,14 @@ type phraseEntry struct {
 	elem *list.Element
 }
 
-// loadState reads the index and the spool keys. Records that do not hold
-// together (a malformed index record or spool key, and with crossCheck an
+// loadState reads the index, the spool keys and the speakers. Records that
+// do not hold together (a malformed index record or spool key, a speaker
+// record that fails its CRC or checks, and with crossCheck an
 // index entry without audio or with a different size, or audio without an
 // index entry) are returned in bad. The cross-check visits every leaf of
 // the audio bucket; see openWritable for why the daemon's handle skips it.
 func loadState(tx *bolt.Tx, crossCheck bool) (st *state, bad []badRecord) {
-	st = &state{phrases: map[PhraseKey]*phraseEntry{}, spool: map[string][]byte{}}
+	st = newState()
 	values, index := tx.Bucket(bucketPhrases), tx.Bucket(bucketIndex)
 	var entries []*phraseEntry
 	_ = index.ForEach(func(k, v []byte) error {
@@ -247,6 +264,20 @@ func loadState(tx *bolt.Tx, crossCheck bool) (st *state, bad []badRecord) {
 			return nil
 		}
 		st.spool[string(k[8:])] = clone(k)
+		return nil
+	})
+	_ = tx.Bucket(bucketSpeaker).ForEach(func(k, v []byte) error {
+		ref, err := parseSpeakerKey(k)
+		var rec speakerRecord
+		var emb []float32
+		if err == nil {
+			rec, emb, err = decodeSpeakerRecord(k, v)
+		}
+		if err != nil {
+			bad = append(bad, badRecord{bucketSpeaker, clone(k), err.Error()})
+			return nil
+		}
+		st.speakers[string(k)] = &speakerEntry{ref: ref, rec: rec, emb: emb, size: len(v)}
 		return nil
 	})
 	return st, bad

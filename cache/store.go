@@ -20,6 +20,7 @@ const (
 	DefaultFlushInterval   = 5 * time.Second
 	DefaultMaxSpoolEntries = 1024
 	DefaultMaxSpoolPayload = 256 << 10
+	DefaultMaxSpeakers     = 5
 )
 
 // Options configures a Store. nil means all defaults.
@@ -68,6 +69,16 @@ type Options struct {
 	// MaxSpoolPayload bounds one spooled request's payload in bytes.
 	MaxSpoolPayload int
 
+	// MaxSpeakers is how many speakers PutSpeaker keeps: the most recently
+	// used ones. Default DefaultMaxSpeakers, at most MaxSpeakersLimit. A
+	// file holding more (the option was lowered) keeps them until the next
+	// PutSpeaker.
+	MaxSpeakers int
+	// SpeakerPrecision is how PutSpeaker stores embeddings: PrecisionFP16
+	// (the default) or PrecisionInt8. Stored speakers keep the precision
+	// they were stored in.
+	SpeakerPrecision string
+
 	// SnapshotDir is where a read-only Open of a locked file puts its copy.
 	// Default os.TempDir().
 	SnapshotDir string
@@ -85,7 +96,7 @@ func (o *Options) withDefaults() (Options, error) {
 		r = *o
 	}
 	if r.Timeout < 0 || r.MaxBytes < 0 || r.MaxPhraseBytes < 0 || r.TTL < 0 || r.MaxFileBytes < 0 ||
-		r.FlushInterval < 0 || r.MaxSpoolEntries < 0 || r.MaxSpoolPayload < 0 {
+		r.FlushInterval < 0 || r.MaxSpoolEntries < 0 || r.MaxSpoolPayload < 0 || r.MaxSpeakers < 0 {
 		return r, fmt.Errorf("%w: negative option", ErrInvalid)
 	}
 	if int64(int(r.MaxFileBytes)) != r.MaxFileBytes {
@@ -109,6 +120,19 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if r.MaxSpoolPayload == 0 {
 		r.MaxSpoolPayload = DefaultMaxSpoolPayload
+	}
+	if r.MaxSpeakers == 0 {
+		r.MaxSpeakers = DefaultMaxSpeakers
+	}
+	if r.MaxSpeakers > MaxSpeakersLimit {
+		return r, fmt.Errorf("%w: MaxSpeakers %d exceeds the limit of %d (MaxSpeakersLimit)", ErrInvalid, r.MaxSpeakers, MaxSpeakersLimit)
+	}
+	switch r.SpeakerPrecision {
+	case "":
+		r.SpeakerPrecision = PrecisionFP16
+	case PrecisionFP16, PrecisionInt8:
+	default:
+		return r, fmt.Errorf("%w: SpeakerPrecision %q: want %q or %q", ErrInvalid, r.SpeakerPrecision, PrecisionFP16, PrecisionInt8)
 	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -171,6 +195,18 @@ type Stats struct {
 	WriteErrors   uint64 // failed writes, ErrWriteFailed and ErrBudget
 	SpoolEntries  int
 	FileBytes     int64 // size of the bbolt file
+
+	Speakers         int    // speakers stored
+	MaxSpeakers      int    // Options.MaxSpeakers
+	SpeakerPrecision string // Options.SpeakerPrecision: how new speakers are stored
+	// SpeakerCosine and SpeakerRelativeL2 are the means, over the stored
+	// speakers, of the cosine similarity and relative L2 error of each
+	// stored embedding against the one PutSpeaker was given, measured when
+	// it was stored (kept in its record, so a read-only open shows them;
+	// SpeakerInfo has each speaker's own figures and precision). Zero
+	// when no speaker is stored.
+	SpeakerCosine     float64
+	SpeakerRelativeL2 float64
 }
 
 // Open opens or creates the cache file at path.
@@ -249,7 +285,11 @@ func (s *Store) Stats() Stats {
 		Expired:       s.count.expired,
 		WriteErrors:   s.count.writeErrors,
 		SpoolEntries:  len(s.st.spool),
+
+		MaxSpeakers:      s.opts.MaxSpeakers,
+		SpeakerPrecision: s.opts.SpeakerPrecision,
 	}
+	s.st.speakerStats(&st)
 	s.mu.Unlock()
 	if fi, err := os.Stat(s.path); err == nil {
 		st.FileBytes = fi.Size()

@@ -79,7 +79,7 @@ func (s *Store) writer() {
 			clear(batch)
 		case <-tick.C:
 			s.mu.Lock()
-			pending := len(s.dirty) > 0 || s.countDirty || s.anyExpiredLocked()
+			pending := len(s.dirty) > 0 || s.countDirty || s.anyExpiredLocked() || s.st.speakersTouched()
 			s.mu.Unlock()
 			if pending {
 				s.commit(nil, true)
@@ -263,9 +263,12 @@ func (s *Store) reload() {
 	s.mu.Unlock()
 }
 
-// flushLocked writes last-use times and counters and deletes expired
-// phrases.
+// flushLocked writes last-use times (of phrases and speakers) and counters
+// and deletes expired phrases.
 func (s *Store) flushLocked(tx *bolt.Tx) error {
+	if err := s.flushSpeakersLocked(tx); err != nil {
+		return err
+	}
 	index := tx.Bucket(bucketIndex)
 	for k := range s.dirty {
 		if e := s.st.phrases[k]; e != nil {
