@@ -13,12 +13,13 @@ import (
 )
 
 const cacheUsage = `Usage:
-  mynah cache stats [--file PATH]                phrases, bytes, hit ratio, file size
-  mynah cache purge --scope SCOPE [--file PATH]  remove cached phrases
+  mynah cache stats [--file PATH]                phrases, bytes, hit ratio, speakers, file size
+  mynah cache purge --scope SCOPE [--file PATH]  remove cached phrases or speakers
   mynah cache check [--file PATH]                consistency check (exit status 1 on damage)
 
-SCOPE is phrases, all (phrases and the request spool), expired,
-voice=NAME or older=AGE (a Go duration such as 36h, or days: 7d).
+SCOPE is phrases, speakers (cloned speakers), all (phrases, speakers and the
+request spool), expired, voice=NAME or older=AGE (a Go duration such as 36h,
+or days: 7d).
 
 stats and check work while mynahd runs: they read a consistent copy of its
 file. purge needs the file to itself: stop mynahd first, or publish
@@ -56,7 +57,7 @@ func cacheFlags(name string, args []string, stderr io.Writer, scope *string) (st
 	set.SetOutput(stderr)
 	file := set.String("file", defaultCacheFile, "the cache file")
 	if scope != nil {
-		set.StringVar(scope, "scope", "", "what to purge: phrases, all, expired, voice=NAME, older=AGE")
+		set.StringVar(scope, "scope", "", "what to purge: phrases, speakers, all (phrases, speakers and the queue spool), expired, voice=NAME, older=AGE")
 	}
 	set.Usage = func() {
 		fmt.Fprint(stderr, cacheUsage, "\nFlags:\n")
@@ -107,6 +108,11 @@ func runCacheStats(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "hits          %d, misses %d, hit ratio %s\n", st.Hits, st.Misses, ratio)
 	fmt.Fprintf(stdout, "evictions     %d, expired %d, write errors %d\n", st.Evictions, st.Expired, st.WriteErrors)
 	fmt.Fprintf(stdout, "spool         %d request(s)\n", st.SpoolEntries)
+	fmt.Fprintf(stdout, "speakers      %d of %d kept", st.Speakers, st.MaxSpeakers)
+	if st.Speakers > 0 {
+		fmt.Fprintf(stdout, ", stored as %s: cosine to the original %.7f, relative L2 error %.1e", st.SpeakerPrecision, st.SpeakerCosine, st.SpeakerRelativeL2)
+	}
+	fmt.Fprintln(stdout)
 	return nil
 }
 
@@ -117,7 +123,7 @@ func runCachePurge(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if scopeText == "" {
-		return usageError("cache purge needs --scope (phrases, all, expired, voice=NAME, older=AGE)")
+		return usageError("cache purge needs --scope (phrases, speakers, all, expired, voice=NAME, older=AGE)")
 	}
 	scope, err := cache.ParsePurgeScope(scopeText)
 	if err != nil {

@@ -231,6 +231,13 @@ type CacheConfig struct {
 	// voice, speaker and settings, and never evicted or expired: the
 	// announcements a household hears every day. Default none.
 	Pinned []string `yaml:"pinned"`
+	// MaxSpeakers is how many cloned speakers are kept (the most recently
+	// used; enrolling one more evicts the least recently used, with an
+	// evicted event). 1 to 64, default 5.
+	MaxSpeakers int `yaml:"max_speakers"`
+	// SpeakerPrecision stores speaker embeddings as fp16 (default; cosine
+	// to the original ≈ 1 − 2e-8) or int8 (half the bytes; ≈ 1 − 3e-5).
+	SpeakerPrecision string `yaml:"speaker_precision"`
 }
 
 // LogConfig is the log section.
@@ -271,8 +278,9 @@ func DefaultConfig() Config {
 			WriteTimeout:    2 * time.Second,
 			SentenceSilence: 200 * time.Millisecond,
 		},
-		Queue:         QueueConfig{Size: 32, DefaultTTL: 60 * time.Second},
-		Cache:         CacheConfig{File: "/var/lib/mynah/cache.db", MaxBytes: 64 << 20, Pinned: []string{}},
+		Queue: QueueConfig{Size: 32, DefaultTTL: 60 * time.Second},
+		Cache: CacheConfig{File: "/var/lib/mynah/cache.db", MaxBytes: 64 << 20, Pinned: []string{},
+			MaxSpeakers: cache.DefaultMaxSpeakers, SpeakerPrecision: "fp16"},
 		WatchdogStall: 30 * time.Second,
 		Log:           LogConfig{Level: "info", Format: "auto"},
 	}

@@ -123,6 +123,12 @@ func (c Config) Validate() error {
 			bad(fmt.Sprintf("cache.pinned[%d]", i), "must be 1 to 400 characters of printable UTF-8")
 		}
 	}
+	if c.Cache.MaxSpeakers < 1 || c.Cache.MaxSpeakers > 64 {
+		bad("cache.max_speakers", "%d out of range (1 to 64)", c.Cache.MaxSpeakers)
+	}
+	if c.Cache.SpeakerPrecision != "fp16" && c.Cache.SpeakerPrecision != "int8" {
+		bad("cache.speaker_precision", "%q: want fp16 or int8", c.Cache.SpeakerPrecision)
+	}
 	if c.Cache.TTL < 0 {
 		bad("cache.ttl", "%v is negative (0s keeps phrases until evicted)", c.Cache.TTL)
 	}

@@ -47,7 +47,8 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		recovery error // a damaged cache file replaced, for a warning event
 	)
 	if cfg.Cache.File != "" {
-		store, err = cache.Open(cfg.Cache.File, &cache.Options{MaxBytes: cfg.Cache.MaxBytes, TTL: cfg.Cache.TTL, Logger: log.With("component", "cache")})
+		store, err = cache.Open(cfg.Cache.File, &cache.Options{MaxBytes: cfg.Cache.MaxBytes, TTL: cfg.Cache.TTL,
+			MaxSpeakers: cfg.Cache.MaxSpeakers, SpeakerPrecision: cfg.Cache.SpeakerPrecision, Logger: log.With("component", "cache")})
 		if err != nil {
 			// A cache that cannot be opened (locked by another mynahd, a
 			// read-only disk) must not stop speech.

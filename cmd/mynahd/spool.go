@@ -47,14 +47,20 @@ func (a storePhrases) CacheStats() daemon.CacheStats {
 }
 
 // Purge takes the scopes of `mynah cache purge`. "all" purges the phrases
-// only: the spool of a running daemon holds the commands it has accepted.
+// and the speakers but not the spool: the spool of a running daemon holds
+// the commands it has accepted.
 func (a storePhrases) Purge(scope string) (int, error) {
 	sc, err := cache.ParsePurgeScope(scope)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", daemon.ErrInvalidScope, err)
 	}
-	if sc.Kind == cache.PurgeAll {
-		sc.Kind = cache.PurgePhrases
+	if sc.Kind != cache.PurgeAll {
+		return a.s.Purge(sc)
 	}
-	return a.s.Purge(sc)
+	n, err := a.s.Purge(cache.PurgeScope{Kind: cache.PurgePhrases})
+	if err != nil {
+		return n, err
+	}
+	m, err := a.s.Purge(cache.PurgeScope{Kind: cache.PurgeSpeakers})
+	return n + m, err
 }
