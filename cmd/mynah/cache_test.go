@@ -139,7 +139,7 @@ func TestCacheUsageErrors(t *testing.T) {
 		{"cache"},
 		{"cache", "shrink"},
 		{"cache", "purge"},
-		{"cache", "purge", "--scope", "speakers"},
+		{"cache", "purge", "--scope", "everything"},
 		{"cache", "purge", "--scope", "older=soon"},
 		{"cache", "stats", "extra"},
 		{"cache", "check", "--nope"},
