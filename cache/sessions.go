@@ -509,6 +509,19 @@ func (s *Sessions[V]) Len() int {
 	return len(s.entries)
 }
 
+// Each calls f for every cached session, most recently used first,
+// without marking it used. f runs with the cache locked: it must be quick
+// and must not call the cache. A session evicted but still in use is not
+// visited.
+func (s *Sessions[V]) Each(f func(key string, v V)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for el := s.lru.Front(); el != nil; el = el.Next() {
+		e := el.Value.(*sessionEntry[V])
+		f(e.key, e.val)
+	}
+}
+
 // Bytes returns the summed sizes of the open sessions, including evicted
 // ones that are still in use: the memory the sessions hold right now.
 func (s *Sessions[V]) Bytes() int64 {

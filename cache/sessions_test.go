@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -351,4 +352,31 @@ func TestSessionsInUseNotClosedUntilRelease(t *testing.T) {
 		t.Error("double release closed the new session")
 	}
 	releaseB2()
+}
+
+func TestSessionsEach(t *testing.T) {
+	s := NewSessions(&SessionOptions[string]{
+		Load: func(_ context.Context, key string) (string, int64, error) { return "v-" + key, 1, nil },
+	})
+	defer s.Close()
+	for _, k := range []string{"a", "b", "c"} {
+		if err := s.Preload(context.Background(), k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, release, err := s.Get(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	} else {
+		release()
+	}
+	var got []string
+	s.Each(func(key, v string) { got = append(got, key+"="+v) })
+	if want := []string{"a=v-a", "c=v-c", "b=v-b"}; !slices.Equal(got, want) {
+		t.Errorf("Each visited %v, want %v (most recently used first)", got, want)
+	}
+	var again []string
+	s.Each(func(key, _ string) { again = append(again, key) })
+	if !slices.Equal(again, []string{"a", "c", "b"}) {
+		t.Errorf("Each changed the order: %v", again)
+	}
 }

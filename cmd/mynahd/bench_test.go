@@ -80,7 +80,7 @@ func benchPublish(b *testing.B, cached bool) {
 			b.Fatal(err)
 		}
 		defer store.Close()
-		voices.phrases = store
+		voices.store = store
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

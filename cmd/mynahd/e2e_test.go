@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -143,6 +144,9 @@ func waitOnline(t *testing.T, url, node string) {
 	t.Helper()
 	// The embedded broker starts only after the voice is loaded.
 	addr := strings.TrimPrefix(url, "tcp://")
+	if u, err := neturl.Parse(url); err == nil && u.Host != "" {
+		addr = u.Host // without user:password@
+	}
 	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {

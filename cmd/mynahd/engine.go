@@ -33,8 +33,9 @@ type voiceSet struct {
 	opts    *voice.PiperOptions
 	log     *slog.Logger
 
-	// phrases, when set, holds the audio of sentences already spoken.
-	phrases *cache.Store
+	// store, when set, is the cache file: the audio of sentences already
+	// spoken, and the cloned speakers.
+	store *cache.Store
 	// sessions keeps loaded voices warm (LRU bounded as voices.sessions
 	// says, the default voice and voices.sessions.pinned pinned, idle ones
 	// closed under memory pressure); concurrent first uses load a voice
@@ -76,7 +77,13 @@ func newVoiceSet(rt *ort.Runtime, dir, def string, sc SessionsConfig, opts *voic
 		}
 	}
 	vs.preload = slices.Clone(sc.Preload)
-	vs.sessions = cache.NewSessions(sessionOptions(sc, vs.def, vs.load, vs.unload, log))
+	so := sessionOptions(sc, vs.def, vs.load, vs.unload, log)
+	// Under memory pressure the cloning voices' KV state goes first: it
+	// is rebuilt in milliseconds, a voice takes a load.
+	mem := so.Memory.(sessionMemory)
+	mem.lowWater, mem.relieve = sc.LowWater, vs.relieveKV
+	so.Memory = mem
+	vs.sessions = cache.NewSessions(so)
 	return vs, nil
 }
 
@@ -196,7 +203,7 @@ func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon
 	if err != nil {
 		return err
 	}
-	useCache := vs.phrases != nil && p.cacheable && !s.NoCache
+	useCache := vs.store != nil && p.cacheable && !s.NoCache
 	for i, sentence := range sentences {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -223,7 +230,7 @@ func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon
 			return err
 		}
 		if useCache && !hit {
-			vs.store(key, name, pcm)
+			vs.keep(key, name, pcm)
 		}
 	}
 	return nil
@@ -235,7 +242,7 @@ func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon
 // calls it at start, before READY, so "Good morning." plays from the cache
 // the first time it is asked for.
 func (vs *voiceSet) PinPhrases(ctx context.Context, texts []string) error {
-	if vs.phrases == nil {
+	if vs.store == nil {
 		return nil
 	}
 	v, release, err := vs.sessions.Get(ctx, vs.def)
@@ -265,18 +272,18 @@ func (vs *voiceSet) PinPhrases(ctx context.Context, texts []string) error {
 				if err != nil {
 					return fmt.Errorf("pinned phrase %q: %w", sentence, err)
 				}
-				if err := vs.phrases.PutPhrase(key, vs.def, data); err != nil {
+				if err := vs.store.PutPhrase(key, vs.def, data); err != nil {
 					return fmt.Errorf("pinned phrase %q: %w", sentence, err)
 				}
 			}
-			if err := vs.phrases.Pin(key); err != nil {
+			if err := vs.store.Pin(key); err != nil {
 				return fmt.Errorf("pinned phrase %q: %w", sentence, err)
 			}
 		}
 	}
-	for _, key := range vs.phrases.Pinned() {
+	for _, key := range vs.store.Pinned() {
 		if !want[key] {
-			if err := vs.phrases.Unpin(key); err != nil {
+			if err := vs.store.Unpin(key); err != nil {
 				return err
 			}
 		}
@@ -295,7 +302,7 @@ func (p *plan) key(sentence string) cache.PhraseKey {
 // is deleted and reported as a miss, so it is synthesized again; a broken
 // cache is a miss too: speech never waits on it.
 func (vs *voiceSet) cached(key cache.PhraseKey) (audio.PCM, bool) {
-	data, ok, err := vs.phrases.GetPhrase(key)
+	data, ok, err := vs.store.GetPhrase(key)
 	if err != nil {
 		vs.log.Warn("phrase cache read failed", "err", err)
 		return audio.PCM{}, false
@@ -306,7 +313,7 @@ func (vs *voiceSet) cached(key cache.PhraseKey) (audio.PCM, bool) {
 	pcm, err := audio.DecodePhrase(data)
 	if err != nil {
 		vs.log.Warn("damaged phrase record deleted", "key", key.String(), "err", err)
-		if err := vs.phrases.DeletePhrase(key); err != nil {
+		if err := vs.store.DeletePhrase(key); err != nil {
 			vs.log.Warn("phrase cache delete failed", "err", err)
 		}
 		return audio.PCM{}, false
@@ -314,12 +321,12 @@ func (vs *voiceSet) cached(key cache.PhraseKey) (audio.PCM, bool) {
 	return pcm, true
 }
 
-// store keeps a synthesized sentence; a failed write is logged (the store
+// keep stores a synthesized sentence; a failed write is logged (the store
 // counts it) and speech goes on uncached.
-func (vs *voiceSet) store(key cache.PhraseKey, voiceName string, pcm audio.PCM) {
+func (vs *voiceSet) keep(key cache.PhraseKey, voiceName string, pcm audio.PCM) {
 	data, err := audio.EncodePhrase(pcm)
 	if err == nil {
-		err = vs.phrases.PutPhrase(key, voiceName, data)
+		err = vs.store.PutPhrase(key, voiceName, data)
 	}
 	if err != nil {
 		vs.log.Warn("phrase not cached", "err", err)

@@ -37,6 +37,8 @@ type loadedVoice struct {
 	// synthesizer and what makes its audio differ from another request's.
 	prepare func(ctx context.Context, s daemon.Speech) (*plan, error)
 	close   func() error
+	// pipeline is set for a cloning voice: enrollment and its KV caches.
+	pipeline *voice.Pipeline
 }
 
 // plan is a request resolved against a voice.
@@ -169,5 +171,92 @@ func engineErr(err error) error {
 
 // loadPipeline loads a cloning voice (speaker encoder, decoder, vocoder).
 func (vs *voiceSet) loadPipeline(name, path string) (*loadedVoice, error) {
-	return nil, fmt.Errorf("voice %q: %w (pipeline engine not wired yet)", name, daemon.ErrNoCloning)
+	p, err := voice.LoadPipeline(vs.rt, path, &voice.PipelineOptions{
+		Session: vs.opts.Session, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	info := p.Info()
+	return &loadedVoice{
+		name: name, kind: kindPipeline, info: info.Info, silence: p.SilenceAfter(),
+		split: p.Split, close: p.Close, pipeline: p,
+		prepare: func(_ context.Context, s daemon.Speech) (*plan, error) {
+			req := voice.PipelineRequest{Session: s.Session, Rate: s.Rate}
+			if s.Speaker != "" {
+				e, err := vs.speaker(s.Owner, s.Speaker, p)
+				if err != nil {
+					return nil, err
+				}
+				req.Speaker = &e
+			}
+			prm, err := p.Resolve(req)
+			if err != nil {
+				return nil, pipelineErr(err)
+			}
+			return &plan{
+				spec: cache.PhraseSpec{
+					ModelDigest: info.Digest, // of voice.json, which pins the three models
+					Voice:       name,
+					// The embedding, not the name: a speaker enrolled again
+					// from another recording is another voice.
+					Speaker: "embedding:" + prm.SpeakerDigest,
+					Params: map[string]float64{
+						"length_scale": float64(prm.LengthScale),
+						"noise_scale":  float64(prm.NoiseScale),
+						"noise_w":      float64(prm.NoiseW),
+					},
+					Settings:   map[string]string{"engine": kindPipeline, "phonemes": info.Phonemes},
+					SampleRate: info.SampleRate,
+				},
+				// A session's sentence depends on what was said before it.
+				cacheable: s.Session == "",
+				synth: func(ctx context.Context, sentence string) (audio.PCM, error) {
+					pcm, _, err := p.SynthesizeSentence(ctx, sentence, prm)
+					return pcm, pipelineErr(err)
+				},
+			}, nil
+		},
+	}, nil
+}
+
+// speaker finds a cloned speaker for a request of owner: the owner's own
+// first, then a shared one. One made by another encoder than p's must be
+// enrolled again.
+func (vs *voiceSet) speaker(owner, name string, p *voice.Pipeline) (voice.Embedding, error) {
+	if vs.store == nil {
+		return voice.Embedding{}, fmt.Errorf("%w %q: cloned speakers live in the cache file, and cache.file is empty", daemon.ErrUnknownSpeaker, name)
+	}
+	for _, o := range []string{owner, ""} {
+		sp, ok, err := vs.store.GetSpeaker(o, name)
+		if err != nil {
+			return voice.Embedding{}, err
+		}
+		if !ok {
+			if o == "" {
+				break
+			}
+			continue
+		}
+		e := voice.Embedding{Vector: sp.Embedding, Prompt: sp.Prompt, EncoderDigest: sp.EncoderDigest}
+		if err := p.CheckEmbedding(e); err != nil {
+			return voice.Embedding{}, pipelineErr(err)
+		}
+		return e, nil
+	}
+	return voice.Embedding{}, fmt.Errorf("%w %q", daemon.ErrUnknownSpeaker, name)
+}
+
+// pipelineErr marks the pipeline's errors with the daemon's sentinels, so
+// that events carry the right reason.
+func pipelineErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, voice.ErrReenroll):
+		return fmt.Errorf("%w: %w", daemon.ErrReenroll, err)
+	case errors.Is(err, voice.ErrReference):
+		return fmt.Errorf("%w: %w", daemon.ErrBadReference, err)
+	}
+	return engineErr(err)
 }

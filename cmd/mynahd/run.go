@@ -60,7 +60,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 				recovery = fmt.Errorf("cache file %s was damaged (%s): moved to %s, started empty", cfg.Cache.File, r.Reason, r.MovedTo)
 				log.Warn("phrase cache was damaged; moved aside and started empty", "recovery", fmt.Sprintf("%+v", *r))
 			}
-			voices.phrases = store
+			voices.store = store
 			if err := voices.PinPhrases(ctx, cfg.Cache.Pinned); err != nil {
 				log.Warn("pinned phrases not cached", "err", err)
 			}
@@ -127,6 +127,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		// The daemon sees the file through the small interfaces it
 		// declares; a nil *cache.Store must not become a non-nil interface.
 		opts.Spool, opts.Cache = storeSpool{store}, storePhrases{store}
+		opts.Speakers = speakerBook{vs: voices, store: store, now: time.Now}
 	}
 	d, err := daemon.New(opts)
 	if err != nil {

@@ -44,12 +44,26 @@ func sessionOptions(sc SessionsConfig, def string,
 type sessionMemory struct {
 	cgroup cache.MemoryProbe
 	budget cache.MemoryProbe // nil without voices.sessions.memory_budget
+	// relieve, when memory is below lowWater, frees what is cheapest to
+	// rebuild (the cloning voices' KV state) before the session cache
+	// closes voices, and returns the bytes it freed.
+	lowWater int64
+	relieve  func(shortfall int64) int64
 }
 
 var _ cache.MemoryProbe = sessionMemory{}
 
-// Available implements cache.MemoryProbe.
+// Available implements cache.MemoryProbe. What relieve frees counts as
+// available at once: the Go heap gives it back to the kernel only later.
 func (m sessionMemory) Available() (int64, bool) {
+	avail, ok := m.probe()
+	if ok && m.relieve != nil && avail < m.lowWater {
+		avail += m.relieve(m.lowWater - avail)
+	}
+	return avail, ok
+}
+
+func (m sessionMemory) probe() (int64, bool) {
 	if avail, ok := m.cgroup.Available(); ok {
 		return avail, true
 	}

@@ -74,7 +74,7 @@ func BenchmarkVoiceSwitch(b *testing.B) {
 	// Outside the timer: load everything once (ONNX Runtime's and the
 	// phonemizer's first-use costs), and put the sentence in the phrase
 	// cache in every voice.
-	vs.phrases = store
+	vs.store = store
 	for _, v := range []string{"warm1", "warm2", "cold"} {
 		firstChunk(v)
 	}
@@ -82,13 +82,13 @@ func BenchmarkVoiceSwitch(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		w := []string{"warm1", "warm2"}[i%2]
-		vs.phrases = nil
+		vs.store = nil
 		warm = append(warm, firstChunk(w))
 		if !vs.sessions.Evict("cold") {
 			b.Fatal("cold voice was not cached")
 		}
 		cold = append(cold, firstChunk("cold"))
-		vs.phrases = store
+		vs.store = store
 		warmHit = append(warmHit, firstChunk(w))
 		vs.sessions.Evict("cold")
 		coldHit = append(coldHit, firstChunk("cold"))
