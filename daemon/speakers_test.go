@@ -96,9 +96,25 @@ func TestDecodeEnroll(t *testing.T) {
 	long := audio.EncodeWAV(audio.PCM{Rate: 16000, Channels: 1, Samples: make([]int16, 16)})
 	binary.LittleEndian.PutUint32(long[40:], 10*3600*16000*2)
 	binary.LittleEndian.PutUint32(long[4:], 36+10*3600*16000*2)
+	// Headers that lie: 0 channels, 0 Hz, a float format tag that is not
+	// PCM at 16 bits, a data chunk longer than the file.
+	patched := func(off int, v uint32, width int) string {
+		w := audio.EncodeWAV(audio.PCM{Rate: 16000, Channels: 1, Samples: make([]int16, 1600)})
+		if width == 2 {
+			binary.LittleEndian.PutUint16(w[off:], uint16(v))
+		} else {
+			binary.LittleEndian.PutUint32(w[off:], v)
+		}
+		return base64.StdEncoding.EncodeToString(w)
+	}
 	for _, tc := range []struct {
 		name, payload, reason, field string
 	}{
+		{"0 channels", enrollJSON("e", "dad", patched(22, 0, 2)), ReasonBadAudio, "audio"},
+		{"0 Hz", enrollJSON("e", "dad", patched(24, 0, 4)), ReasonBadAudio, "audio"},
+		{"format tag 0x55 (MP3)", enrollJSON("e", "dad", patched(20, 0x55, 2)), ReasonBadAudio, "audio"},
+		{"data chunk longer than the file", enrollJSON("e", "dad", patched(40, 1<<30, 4)), ReasonBadAudio, "audio"},
+		{"RIFF size lying", enrollJSON("e", "dad", patched(4, 1<<31, 4)), ReasonBadAudio, "audio"},
 		{"not JSON", "hello", ReasonInvalidJSON, ""},
 		{"broken JSON", `{"name":`, ReasonInvalidJSON, ""},
 		{"two objects", `{"name":"a","audio":"` + good + `"}{}`, ReasonInvalidJSON, ""},
