@@ -73,7 +73,7 @@ func (b *brokerFlags) connect(ctx context.Context) (*mqtt.Client, error) {
 		}
 		password = strings.TrimRight(string(data), "\r\n")
 	}
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, min(15*time.Second, b.timeout))
 	defer cancel()
 	c, err := mqtt.Connect(cctx, &mqtt.Options{
 		Broker: b.broker, Username: b.username, Password: password,

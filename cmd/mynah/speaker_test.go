@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/daemon"
+	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
+)
+
+// answerEnrolls plays mynahd's part over a real broker: it checks what
+// mynah enroll sends and answers with a done event, or a failed one for
+// the speaker name "refuse".
+func answerEnrolls(t *testing.T, url, topic string, wantWAV []byte) {
+	t.Helper()
+	in := mqtttest.Subscribe(t, url, topic)
+	go func() {
+		for m := range in {
+			var p struct{ ID, Name, Audio string }
+			if err := json.Unmarshal(m.Payload, &p); err != nil {
+				t.Errorf("enroll payload: %v", err)
+				return
+			}
+			wav, err := base64.StdEncoding.DecodeString(p.Audio)
+			if err != nil || !bytes.Equal(wav, wantWAV) {
+				t.Errorf("the recording did not arrive intact (%v)", err)
+			}
+			e := daemon.Event{ID: p.ID, State: daemon.EventDone, Command: "speaker/enroll", Speaker: p.Name}
+			if p.Name == "refuse" {
+				e.State, e.Reason, e.Error = daemon.EventFailed, daemon.ReasonBadAudio, "no voice found in the reference"
+			}
+			b, _ := json.Marshal(e)
+			mqtttest.Publish(t, url, "mynah/den/event", b, false)
+		}
+	}()
+}
+
+func TestEnrollCommand(t *testing.T) {
+	broker := mqtttest.StartMosquitto(t)
+	dir := t.TempDir()
+	wav := audio.EncodeWAV(audio.PCM{Rate: 16000, Channels: 1, Samples: make([]int16, 32000)})
+	ref := filepath.Join(dir, "dad.wav")
+	if err := os.WriteFile(ref, wav, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	answerEnrolls(t, broker.URL(), "mynah/den/u/anna/speaker/enroll", wav)
+	base := []string{"enroll", "--broker", broker.URL(), "--node", "den", "--owner", "anna", "--timeout", "20s"}
+
+	out, stderr, err := mynah(t, append(base, "--name", "dad", ref)...)
+	if err != nil || !strings.Contains(out, `enrolled "dad" (owner anna) from 2.0 s`) {
+		t.Fatalf("enroll: %v\n%s%s", err, out, stderr)
+	}
+	_, _, err = mynah(t, append(base, "--name", "refuse", ref)...)
+	if err == nil || !strings.Contains(err.Error(), "bad_audio") || exitCode(err) != 1 {
+		t.Errorf("refused enrollment: %v, want the daemon's reason and exit 1", err)
+	}
+
+	// Mistakes found before anything is sent.
+	notWAV := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notWAV, []byte("not a recording"), 0o600)
+	if _, _, err := mynah(t, append(base, "--name", "dad", notWAV)...); err == nil || !strings.Contains(err.Error(), "wav") {
+		t.Errorf("a text file as reference: %v", err)
+	}
+	for _, args := range [][]string{
+		append(base, ref),                                // no name
+		append(base, "--name", "../x", ref),              // bad name
+		{"enroll", "--owner", "a/b", "--name", "x", ref}, // bad owner
+		append(base, "--name", "dad"),                    // no file
+	} {
+		if _, _, err := mynah(t, args...); exitCode(err) != 2 {
+			t.Errorf("%q: %v, want a usage error", args, err)
+		}
+	}
+
+	// Nobody answers: a clear timeout, not a hang.
+	start := time.Now()
+	_, _, err = mynah(t, "enroll", "--broker", broker.URL(), "--node", "nobody", "--timeout", "1s", "--name", "dad", ref)
+	if err == nil || !strings.Contains(err.Error(), "no answer from mynahd") || time.Since(start) > 20*time.Second {
+		t.Errorf("no daemon: %v", err)
+	}
+	// No broker at all.
+	if _, _, err := mynah(t, "enroll", "--broker", "tcp://127.0.0.1:1", "--timeout", "1s", "--name", "dad", ref); err == nil || !strings.Contains(err.Error(), "is mynahd running") {
+		t.Errorf("no broker: %v", err)
+	}
+}
