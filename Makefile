@@ -42,13 +42,17 @@ install: build
 # gcflags turn those checks off in that one package only.
 RACEFLAGS := -race -gcflags='github.com/gordonklaus/portaudio=-d=checkptr=0'
 
+# The phrase codec has an AVX2 kernel on amd64; -tags purego runs its
+# tests again on the pure Go path that arm64 devices use.
 test: setup vet
 	$(GO) test $(RACEFLAGS) -count=1 ./...
+	$(GO) test -tags purego -count=1 ./audio/
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags purego ./audio/
 
 # bench: Go benchmarks of every package, printed as one table.
 bench: setup

@@ -12,6 +12,7 @@ require (
 	github.com/yalue/onnxruntime_go v1.27.0
 	go.etcd.io/bbolt v1.5.0
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/sys v0.45.0
 	golang.org/x/text v0.44.0
 	google.golang.org/protobuf v1.36.12
 )
@@ -21,5 +22,4 @@ require (
 	github.com/rs/xid v1.4.0 // indirect
 	golang.org/x/net v0.44.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
 )

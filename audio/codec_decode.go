@@ -25,8 +25,9 @@ type chunkDecoder struct {
 	raw      []byte // the chunk's raw bits, padded
 }
 
-// chunkDecoders keeps scratch space (about 70 KiB) between records, one
-// pool per channel count, so that a cache hit allocates little.
+// chunkDecoders keeps scratch space (about 250 KiB: the zstd output
+// buffer, 130 KiB, is sized for the worst case) between records, one pool
+// per channel count, so that a cache hit allocates little.
 var chunkDecoders [MaxChannels]sync.Pool
 
 func getChunkDecoder(channels int) *chunkDecoder {
@@ -52,9 +53,10 @@ func getChunkDecoder(channels int) *chunkDecoder {
 
 func putChunkDecoder(w *chunkDecoder) { chunkDecoders[w.channels-1].Put(w) }
 
-// decode decodes d's next chunk into dst, whose length is the chunk's
-// sample count.
-func (w *chunkDecoder) decode(d *PhraseDecoder, dst []int16) error {
+// decode decodes d's next chunk into the end of out (see
+// PhraseDecoder.decodeChunk).
+func (w *chunkDecoder) decode(d *PhraseDecoder, out []int16) error {
+	dst := out[len(out)-d.nextChunk():]
 	z, raw, err := d.readChunk()
 	if err != nil {
 		return err
@@ -84,10 +86,23 @@ func (w *chunkDecoder) decode(d *PhraseDecoder, dst []int16) error {
 	}
 	w.raw = append(append(w.raw[:0], raw...), make([]byte, rawPad)...)
 	raw = w.raw
+	// A mono chunk after the first is restored in place: its history is
+	// right before it.
+	inPlace := w.channels == 1 && len(out)-len(dst) >= phraseMaxOrder
 	for c, x := range w.x {
+		if inPlace {
+			x = out[len(out)-len(dst)-phraseMaxOrder:]
+		}
 		for bi := range nb {
 			b := &blocks[c*nb+bi]
 			n := min(phraseBlockFrames, frames-bi*phraseBlockFrames)
+			if b.pred == 0 && n == phraseBlockFrames && silentBlock(&b.ks, q) {
+				// Digital silence (sentences end in it): every residual, and
+				// so every sample, is zero.
+				clear(x[phraseMaxOrder+bi*phraseBlockFrames:][:n])
+				q = q[phraseBlockFrames/2:]
+				continue
+			}
 			res := w.res[:n]
 			if q, raw, esc, err = decodeResidual(res, b.ks[:], q, raw, esc); err != nil {
 				return err
@@ -100,9 +115,14 @@ func (w *chunkDecoder) decode(d *PhraseDecoder, dst []int16) error {
 	if len(esc) != 0 {
 		return corruptErr("%d unused escape bytes", len(esc))
 	}
-	if w.channels == 1 {
+	switch {
+	case inPlace:
+		// The history of the next chunk, in case it is not in place.
+		copy(w.x[0][:phraseMaxOrder], out[len(out)-phraseMaxOrder:])
+		return nil
+	case w.channels == 1:
 		copy(dst, w.x[0][phraseMaxOrder:])
-	} else {
+	default:
 		for c, x := range w.x {
 			for f, v := range x[phraseMaxOrder : phraseMaxOrder+frames] {
 				dst[f*w.channels+c] = v
@@ -113,6 +133,21 @@ func (w *chunkDecoder) decode(d *PhraseDecoder, dst []int16) error {
 		copy(x[:phraseMaxOrder], x[frames:frames+phraseMaxOrder])
 	}
 	return nil
+}
+
+// silentBlock reports whether a whole block's residuals are all zero: no
+// raw bits, and every quotient nibble phraseBias.
+func silentBlock(ks *[phraseBlockFrames / phrasePartFrames]uint8, q []byte) bool {
+	const zeros = phraseBias * 0x1111111111111111
+	if len(q) < phraseBlockFrames/2 || binary.LittleEndian.Uint64(ks[:8])|binary.LittleEndian.Uint64(ks[8:]) != 0 {
+		return false
+	}
+	for i := 0; i < phraseBlockFrames/2; i += 8 {
+		if binary.LittleEndian.Uint64(q[i:]) != zeros {
+			return false
+		}
+	}
+	return true
 }
 
 // parseSide reads and checks the side information of a chunk of frames
@@ -179,27 +214,67 @@ func parseSide(p []byte, blocks []blockDesc, frames int) (n, qBytes, rawBytes in
 }
 
 // rawPad is how many zero bytes follow a chunk's raw bits in the decoder's
-// copy: enough that a full partition's reads (at most byte 4*31+3, plus 8)
-// stay inside a fixed-size array view, so the hot loop needs no bounds
-// checks.
-const rawPad = 136
+// copy: a partition's reads (8 bytes from at most byte 63, also when the
+// index is masked for the compiler) stay inside a fixed-size array view,
+// so the hot loop needs no bounds checks.
+const rawPad = 72
+
+// fastMaxK is the largest split position fullPartition handles: four
+// samples of raw bits (at most 64, from a nibble boundary) come from one
+// 64-bit load.
+const fastMaxK = 16
+
+// biasTable[k][n] is the high part of a residual whose quotient nibble is n
+// and split position k: (n - phraseBias) << k. A table look-up replaces a
+// variable shift and a subtraction per sample. It has 32 rows, so that
+// k&31 indexes it without a bounds check.
+var biasTable = func() (t [32][16]int32) {
+	for k := range t {
+		for n := range t[k] {
+			t[k][n] = int32(n-phraseBias) << k
+		}
+	}
+	return t
+}()
 
 // decodeResidual rebuilds len(res) residuals from quotient nibbles, raw
 // bits (followed by rawPad bytes) and escapes, and returns what is left of
 // each. With restore it is the decoder's hot loop.
 func decodeResidual(res []int32, ks []uint8, q, raw, esc []byte) ([]byte, []byte, []byte, error) {
-	for p := 0; p < len(res); p += phrasePartFrames {
-		k := uint(ks[p/phrasePartFrames])
-		rp := res[p:min(p+phrasePartFrames, len(res))]
-		m := len(rp)
-		qn, rn := (m+1)/2, (int(k)*m+7)/8
-		if m == phrasePartFrames && !hasEscape((*[phrasePartFrames / 2]byte)(q)) {
-			fullPartition((*[phrasePartFrames]int32)(rp), (*[phrasePartFrames / 2]byte)(q), (*[rawPad]byte)(raw), k)
+	// Whole partitions first, by offset into q and raw: a partition of
+	// phrasePartFrames samples takes 16 quotient bytes and 4k raw bytes.
+	full := len(res) / phrasePartFrames
+	qo, ro := 0, 0
+	for j := 0; j < full; j++ {
+		k := uint(ks[j])
+		if qo+phrasePartFrames/2 > len(q) || ro+rawPad > len(raw) {
+			return nil, nil, nil, corruptErr("truncated residual")
+		}
+		rp := (*[phrasePartFrames]int32)(res[j*phrasePartFrames:])
+		qp := (*[phrasePartFrames / 2]byte)(q[qo:])
+		if k <= fastMaxK && !hasEscape(qp) {
+			fullPartition(rp, qp, (*[rawPad]byte)(raw[ro:]), k)
 		} else {
 			var err error
-			if esc, err = partition(rp, q[:qn], raw[:rn+8], k, esc); err != nil {
+			if esc, err = partition(rp[:], qp[:], raw[ro:], k, esc); err != nil {
 				return nil, nil, nil, err
 			}
+		}
+		qo += phrasePartFrames / 2
+		ro += int(k) * phrasePartFrames / 8
+	}
+	q, raw = q[qo:], raw[ro:]
+	if p := full * phrasePartFrames; p < len(res) {
+		// The last block of a record may end in a partial partition.
+		k := uint(ks[full])
+		m := len(res) - p
+		qn, rn := (m+1)/2, (int(k)*m+7)/8
+		if qn > len(q) || rn+8 > len(raw) {
+			return nil, nil, nil, corruptErr("truncated residual")
+		}
+		var err error
+		if esc, err = partition(res[p:], q[:qn], raw[:rn+8], k, esc); err != nil {
+			return nil, nil, nil, err
 		}
 		q, raw = q[qn:], raw[rn:]
 	}
@@ -218,167 +293,109 @@ func hasEscape(q *[phrasePartFrames / 2]byte) bool {
 	return false
 }
 
-// fullPartition decodes a whole partition without escapes: the common
-// case, written so that the compiler proves every index in range and no
-// sample waits for the previous one. With k <= 16, the raw bits of four
-// samples (at most 64 bits from a nibble boundary) come from one load.
-func fullPartition(res *[phrasePartFrames]int32, q *[phrasePartFrames / 2]byte, raw *[rawPad]byte, k uint) {
-	k &= 31
-	mask := uint32(1)<<k - 1
-	if k > 16 {
-		for i := 0; i < phrasePartFrames; i++ {
-			bp := uint(i) * k
-			u := uint32(q[i/2]>>(4*(i&1)))&15<<k | uint32(binary.LittleEndian.Uint64(raw[bp>>3&127:])>>(bp&7))&mask
-			res[i] = int32(u>>1) ^ -int32(u&1)
+// fullPartitionGo decodes a whole partition without escapes and with k <=
+// fastMaxK: the common case (fullPartition, in the build-tagged files,
+// chooses it or the assembly). Eight samples take k bytes of raw bits, so
+// every group of eight starts on a byte; its second half starts k/2 bytes
+// further, on a byte for even k and half a byte later for odd k, which is
+// why there are two copies of the loop (with a constant shift, so that k
+// stays in the shift-count register). The nibbles are read one byte at a
+// time after the previous store, which keeps the compiler from loading
+// them all up front and running out of registers.
+func fullPartitionGo(res *[phrasePartFrames]int32, q *[phrasePartFrames / 2]byte, raw *[rawPad]byte, k uint) {
+	switch {
+	case k == 0: // silence and near silence: no raw bits
+		t := &biasTable[0]
+		for i, b := range q {
+			res[2*i&31], res[(2*i+1)&31] = t[b&15], t[b>>4]
 		}
-		return
-	}
-	k2, k3 := 2*k, 3*k
-	for g := 0; g < phrasePartFrames/4; g++ {
-		bp := uint(g) * 4 * k
-		w := binary.LittleEndian.Uint64(raw[bp>>3&127:]) >> (bp & 7)
-		n := uint32(binary.LittleEndian.Uint16(q[2*g&15:]))
-		u0 := n&15<<k | uint32(w)&mask
-		u1 := n>>4&15<<k | uint32(w>>k)&mask
-		u2 := n>>8&15<<k | uint32(w>>k2)&mask
-		u3 := n>>12<<k | uint32(w>>k3)&mask
-		r := res[4*g&31:]
-		r[0] = int32(u0>>1) ^ -int32(u0&1)
-		r[1] = int32(u1>>1) ^ -int32(u1&1)
-		r[2] = int32(u2>>1) ^ -int32(u2&1)
-		r[3] = int32(u3>>1) ^ -int32(u3&1)
+	case k&1 == 0:
+		unpackEven(res, q, raw, k)
+	default:
+		unpackOdd(res, q, raw, k)
 	}
 }
 
-// partition decodes a partition in the general case: escapes, or fewer
-// samples than phrasePartFrames.
+func unpackEven(res *[phrasePartFrames]int32, q *[phrasePartFrames / 2]byte, raw *[rawPad]byte, k uint) {
+	k &= 31
+	mask := uint64(1)<<k - 1
+	tab := &biasTable[k]
+	for g := uint(0); g < phrasePartFrames/8; g++ {
+		base := g * k
+		r := (*[8]int32)(res[8*g&31:])
+		n := (*[4]byte)(q[4*g&15:])
+		w := binary.LittleEndian.Uint64(raw[base&63:])
+		r[0] = tab[n[0]&15] + int32(w&mask)
+		w >>= k
+		r[1] = tab[n[0]>>4] + int32(w&mask)
+		w >>= k
+		r[2] = tab[n[1]&15] + int32(w&mask)
+		w >>= k
+		r[3] = tab[n[1]>>4] + int32(w&mask)
+		w = binary.LittleEndian.Uint64(raw[(base+k/2)&63:])
+		r[4] = tab[n[2]&15] + int32(w&mask)
+		w >>= k
+		r[5] = tab[n[2]>>4] + int32(w&mask)
+		w >>= k
+		r[6] = tab[n[3]&15] + int32(w&mask)
+		w >>= k
+		r[7] = tab[n[3]>>4] + int32(w&mask)
+	}
+}
+
+func unpackOdd(res *[phrasePartFrames]int32, q *[phrasePartFrames / 2]byte, raw *[rawPad]byte, k uint) {
+	k &= 31
+	mask := uint64(1)<<k - 1
+	tab := &biasTable[k]
+	for g := uint(0); g < phrasePartFrames/8; g++ {
+		base := g * k
+		r := (*[8]int32)(res[8*g&31:])
+		n := (*[4]byte)(q[4*g&15:])
+		w := binary.LittleEndian.Uint64(raw[base&63:])
+		r[0] = tab[n[0]&15] + int32(w&mask)
+		w >>= k
+		r[1] = tab[n[0]>>4] + int32(w&mask)
+		w >>= k
+		r[2] = tab[n[1]&15] + int32(w&mask)
+		w >>= k
+		r[3] = tab[n[1]>>4] + int32(w&mask)
+		w = binary.LittleEndian.Uint64(raw[(base+k/2)&63:]) >> 4
+		r[4] = tab[n[2]&15] + int32(w&mask)
+		w >>= k
+		r[5] = tab[n[2]>>4] + int32(w&mask)
+		w >>= k
+		r[6] = tab[n[3]&15] + int32(w&mask)
+		w >>= k
+		r[7] = tab[n[3]>>4] + int32(w&mask)
+	}
+}
+
+// partition decodes a partition in the general case: escapes, k over
+// fastMaxK, or fewer samples than phrasePartFrames.
 func partition(res []int32, q, raw []byte, k uint, esc []byte) ([]byte, error) {
 	k &= 31
-	mask := uint32(1)<<k - 1
+	mask := uint64(1)<<k - 1
 	for i := range res {
-		u := uint32(q[i/2]>>(4*(i&1))) & 15
-		if u == phraseEscape {
-			x, n := binary.Uvarint(esc)
-			if n <= 0 {
+		bp := uint(i) * k
+		low := binary.LittleEndian.Uint64(raw[bp>>3:]) >> (bp & 7) & mask
+		high := int64(q[i/2]>>(4*(i&1))&15) - phraseBias
+		if high == phraseEscape-phraseBias {
+			x, m := binary.Uvarint(esc)
+			if m <= 0 {
 				return nil, corruptErr("truncated escape")
 			}
-			if x > phraseMaxZigzag>>k || x+phraseEscape > phraseMaxZigzag>>k {
+			esc = esc[m:]
+			if x > 2*phraseMaxResidual+1 {
 				return nil, corruptErr("escaped residual over the limit")
 			}
-			u, esc = uint32(x)+phraseEscape, esc[n:]
+			high = int64(x>>1) ^ -int64(x&1)
 		}
-		bp := uint(i) * k
-		u = u<<k | uint32(binary.LittleEndian.Uint64(raw[bp>>3:])>>(bp&7))&mask
-		res[i] = int32(u>>1) ^ -int32(u&1)
+		// Only an escape or k over fastMaxK can exceed the limit.
+		r := high<<k | int64(low)
+		if r < -phraseMaxResidual || r > phraseMaxResidual {
+			return nil, corruptErr("residual %d over the limit", r)
+		}
+		res[i] = int32(r)
 	}
 	return esc, nil
-}
-
-// restore runs b's predictor over the residuals, writing x[h:h+len(res)]
-// (x[:h] is history). False if a sample leaves the int16 range, which the
-// encoder never produces.
-func restore(x []int16, h int, res []int32, b *blockDesc) bool {
-	x = x[:h+len(res)]
-	switch b.pred {
-	case 0:
-		for i, r := range res {
-			if r != int32(int16(r)) {
-				return false
-			}
-			x[h+i] = int16(r)
-		}
-		return true
-	case 1:
-		p := int32(x[h-1])
-		for i, r := range res {
-			v := p + r
-			if v != int32(int16(v)) {
-				return false
-			}
-			x[h+i], p = int16(v), v
-		}
-		return true
-	case 2:
-		p1, p2 := int32(x[h-1]), int32(x[h-2])
-		for i, r := range res {
-			v := 2*p1 - p2 + r
-			if v != int32(int16(v)) {
-				return false
-			}
-			x[h+i], p1, p2 = int16(v), v, p1
-		}
-		return true
-	case 3:
-		p1, p2, p3 := int32(x[h-1]), int32(x[h-2]), int32(x[h-3])
-		for i, r := range res {
-			v := 3*(p1-p2) + p3 + r
-			if v != int32(int16(v)) {
-				return false
-			}
-			x[h+i], p1, p2, p3 = int16(v), v, p1, p2
-		}
-		return true
-	case 4:
-		p1, p2, p3, p4 := int32(x[h-1]), int32(x[h-2]), int32(x[h-3]), int32(x[h-4])
-		for i, r := range res {
-			v := 4*(p1+p3) - 6*p2 - p4 + r
-			if v != int32(int16(v)) {
-				return false
-			}
-			x[h+i], p1, p2, p3, p4 = int16(v), v, p1, p2, p3
-		}
-		return true
-	}
-	return restoreLPC(x, h, res, &b.lpc)
-}
-
-// restoreLPC is restore for an LPC filter. Filters run as order 4, 8 or
-// 12, zero coefficients filling up, with the history in local variables:
-// the compiler keeps them in registers, and the newest sample, which the
-// next prediction waits for, never goes through memory.
-func restoreLPC(x []int16, h int, res []int32, f *lpcFilter) bool {
-	var c [phraseMaxOrder]int64
-	for j, v := range f.coefs[:f.order] {
-		c[j] = int64(v)
-	}
-	sh := f.shift & 31
-	out := x[h : h+len(res)]
-	out = out[:len(res)]
-	h1, h2, h3, h4 := int64(x[h-1]), int64(x[h-2]), int64(x[h-3]), int64(x[h-4])
-	switch {
-	case f.order <= 4:
-		c0, c1, c2, c3 := c[0], c[1], c[2], c[3]
-		for i, r := range res {
-			v := (c1*h2 + c2*h3 + c3*h4 + int64(r)<<sh + c0*h1) >> sh
-			if v != int64(int16(v)) {
-				return false
-			}
-			out[i] = int16(v)
-			h4, h3, h2, h1 = h3, h2, h1, v
-		}
-	case f.order <= 8:
-		h5, h6, h7, h8 := int64(x[h-5]), int64(x[h-6]), int64(x[h-7]), int64(x[h-8])
-		for i, r := range res {
-			v := (c[1]*h2 + c[2]*h3 + c[3]*h4 + c[4]*h5 + c[5]*h6 + c[6]*h7 + c[7]*h8 + int64(r)<<sh + c[0]*h1) >> sh
-			if v != int64(int16(v)) {
-				return false
-			}
-			out[i] = int16(v)
-			h8, h7, h6, h5, h4, h3, h2, h1 = h7, h6, h5, h4, h3, h2, h1, v
-		}
-	default:
-		h5, h6, h7, h8 := int64(x[h-5]), int64(x[h-6]), int64(x[h-7]), int64(x[h-8])
-		h9, h10, h11, h12 := int64(x[h-9]), int64(x[h-10]), int64(x[h-11]), int64(x[h-12])
-		for i, r := range res {
-			v := (c[1]*h2 + c[2]*h3 + c[3]*h4 + c[4]*h5 + c[5]*h6 + c[6]*h7 + c[7]*h8 +
-				c[8]*h9 + c[9]*h10 + c[10]*h11 + c[11]*h12 + int64(r)<<sh + c[0]*h1) >> sh
-			if v != int64(int16(v)) {
-				return false
-			}
-			out[i] = int16(v)
-			h12, h11, h10, h9, h8, h7, h6, h5 = h11, h10, h9, h8, h7, h6, h5, h4
-			h4, h3, h2, h1 = h3, h2, h1, v
-		}
-	}
-	return true
 }

@@ -28,7 +28,7 @@ func FuzzDecodePhrase(f *testing.F) {
 		f.Add(rec, true)
 	}
 	f.Add([]byte("MYPC"), false)
-	f.Add([]byte("MYPC\x01\x01\x00\x00\x40\x1f\x00\x00\x10\x00\x00\x00"), true)
+	f.Add([]byte("MYPC\x02\x01\x00\x00\x40\x1f\x00\x00\x10\x00\x00\x00"), true)
 	f.Fuzz(func(t *testing.T, data []byte, fixCRC bool) {
 		if fixCRC {
 			// Reach the parser behind the record CRC, which random bytes
