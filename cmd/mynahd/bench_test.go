@@ -84,7 +84,11 @@ func benchPublish(b *testing.B, cached bool) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	client, err := mqtt.Connect(ctx, &mqtt.Options{Broker: broker.URL(), ClientID: "bench-daemon", StatusTopic: daemon.StatusTopic("bench")})
+	// As mynahd runs: commands acknowledged once spooled (with a cache
+	// file, every request is spooled and its message acked after the
+	// durable write, which runs beside playback).
+	client, err := mqtt.Connect(ctx, &mqtt.Options{Broker: broker.URL(), ClientID: "bench-daemon",
+		StatusTopic: daemon.StatusTopic("bench"), ManualAck: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,7 +98,11 @@ func benchPublish(b *testing.B, cached bool) {
 		b.Fatal(err)
 	}
 	sink := &firstWriteSink{NullSink: null, first: make(chan time.Time, 1)}
-	d, err := daemon.New(&daemon.Options{Node: "bench", Transport: client, Engine: voices, Sink: sink, DefaultVoice: voices.Default()})
+	opts := &daemon.Options{Node: "bench", Transport: client, Engine: voices, Sink: sink, DefaultVoice: voices.Default()}
+	if voices.store != nil {
+		opts.Spool, opts.Cache = storeSpool{voices.store}, storePhrases{voices.store}
+	}
+	d, err := daemon.New(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
