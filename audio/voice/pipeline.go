@@ -441,24 +441,9 @@ func (p *Pipeline) Synthesize(ctx context.Context, req PipelineRequest, emit fun
 	if err != nil {
 		return err
 	}
-	for i, s := range sentences {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		start := time.Now()
-		pcm, unknown, err := p.SynthesizeSentence(ctx, s, prm)
-		if err != nil {
-			return fmt.Errorf("sentence %d: %w", i+1, err)
-		}
-		c := Chunk{Index: i, Last: i == len(sentences)-1, Sentence: s, PCM: pcm, Unknown: unknown, Synth: time.Since(start)}
-		if !c.Last {
-			c.Silence = p.silence
-		}
-		if err := emit(c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return speakSentences(ctx, sentences, p.silence, func(s string) (audio.PCM, int, error) {
+		return p.SynthesizeSentence(ctx, s, prm)
+	}, emit)
 }
 
 // With returns p as a Synthesizer (for Play) that speaks every Request

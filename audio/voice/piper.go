@@ -418,24 +418,9 @@ func (p *Piper) Synthesize(ctx context.Context, req Request, emit func(Chunk) er
 	if err != nil {
 		return err
 	}
-	for i, s := range sentences {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		start := time.Now()
-		pcm, unknown, err := p.SynthesizeSentence(s, prm)
-		if err != nil {
-			return fmt.Errorf("sentence %d: %w", i+1, err)
-		}
-		c := Chunk{Index: i, Last: i == len(sentences)-1, Sentence: s, PCM: pcm, Unknown: unknown, Synth: time.Since(start)}
-		if !c.Last {
-			c.Silence = p.silence
-		}
-		if err := emit(c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return speakSentences(ctx, sentences, p.silence, func(s string) (audio.PCM, int, error) {
+		return p.SynthesizeSentence(s, prm)
+	}, emit)
 }
 
 // Split splits text into the sentences Synthesize would speak, with the

@@ -3,6 +3,7 @@ package voice
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mynah-tts/mynah/audio"
@@ -95,4 +96,31 @@ func Play(ctx context.Context, s Synthesizer, req Request, sink audio.Sink) (Pla
 		return st, err
 	}
 	return st, nil
+}
+
+// speakSentences is every engine's Synthesize loop: synthesize sentence
+// n, hand it to emit with the pause that follows it, then go on to n+1,
+// so that emit has sentence 1 before sentence 2 is synthesized. An error
+// from emit stops it and is returned as is.
+func speakSentences(ctx context.Context, sentences []string, silence time.Duration,
+	synth func(sentence string) (audio.PCM, int, error), emit func(Chunk) error,
+) error {
+	for i, s := range sentences {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		start := time.Now()
+		pcm, unknown, err := synth(s)
+		if err != nil {
+			return fmt.Errorf("sentence %d: %w", i+1, err)
+		}
+		c := Chunk{Index: i, Last: i == len(sentences)-1, Sentence: s, PCM: pcm, Unknown: unknown, Synth: time.Since(start)}
+		if !c.Last {
+			c.Silence = silence
+		}
+		if err := emit(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -242,24 +242,9 @@ func (s *Style) Synthesize(ctx context.Context, req Request, emit func(Chunk) er
 	if err != nil {
 		return err
 	}
-	for i, sentence := range sentences {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		start := time.Now()
-		pcm, unknown, err := s.SynthesizeSentence(sentence, prm)
-		if err != nil {
-			return fmt.Errorf("sentence %d: %w", i+1, err)
-		}
-		c := Chunk{Index: i, Last: i == len(sentences)-1, Sentence: sentence, PCM: pcm, Unknown: unknown, Synth: time.Since(start)}
-		if !c.Last {
-			c.Silence = s.silence
-		}
-		if err := emit(c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return speakSentences(ctx, sentences, s.silence, func(sentence string) (audio.PCM, int, error) {
+		return s.SynthesizeSentence(sentence, prm)
+	}, emit)
 }
 
 // Tokens returns a sentence's tokens, pads not included, and how many
