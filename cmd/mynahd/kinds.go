@@ -113,13 +113,9 @@ func piperVoice(name string, v *voice.Piper) *loadedVoice {
 					ModelDigest: info.Digest,
 					Voice:       name,
 					Speaker:     strconv.FormatInt(prm.Speaker, 10),
-					Params: map[string]float64{
-						"length_scale": float64(prm.LengthScale),
-						"noise_scale":  float64(prm.NoiseScale),
-						"noise_w":      float64(prm.NoiseW),
-					},
-					Settings:   map[string]string{"engine": kindPiper, "phonemes": info.Phonemes},
-					SampleRate: info.SampleRate,
+					Params:      scaleParams(prm.NoiseScale, prm.LengthScale, prm.NoiseW),
+					Settings:    map[string]string{"engine": kindPiper, "phonemes": info.Phonemes},
+					SampleRate:  info.SampleRate,
 				},
 				cacheable: true,
 				synth: func(_ context.Context, sentence string) (audio.PCM, error) {
@@ -200,12 +196,8 @@ func (vs *voiceSet) loadPipeline(name, path string) (*loadedVoice, error) {
 					Voice:       name,
 					// The embedding, not the name: a speaker enrolled again
 					// from another recording is another voice.
-					Speaker: "embedding:" + prm.SpeakerDigest,
-					Params: map[string]float64{
-						"length_scale": float64(prm.LengthScale),
-						"noise_scale":  float64(prm.NoiseScale),
-						"noise_w":      float64(prm.NoiseW),
-					},
+					Speaker:    "embedding:" + prm.SpeakerDigest,
+					Params:     scaleParams(prm.NoiseScale, prm.LengthScale, prm.NoiseW),
 					Settings:   map[string]string{"engine": kindPipeline, "phonemes": info.Phonemes},
 					SampleRate: info.SampleRate,
 				},
@@ -259,4 +251,10 @@ func pipelineErr(err error) error {
 		return fmt.Errorf("%w: %w", daemon.ErrBadReference, err)
 	}
 	return engineErr(err)
+}
+
+// scaleParams are a VITS-style model's synthesis scales as phrase cache
+// parameters.
+func scaleParams(noise, length, noiseW float32) map[string]float64 {
+	return map[string]float64{"length_scale": float64(length), "noise_scale": float64(noise), "noise_w": float64(noiseW)}
 }
