@@ -14,6 +14,10 @@ cd "$root"
 command -v mosquitto_pub >/dev/null || { echo "run: mosquitto_pub is missing; run scripts/setup.sh" >&2; exit 1; }
 
 mkdir -p var/voices
+# The generated cloning and style-vector kits sit next to the demo voice,
+# so every engine can be tried (they are small and built in a second).
+[ -f var/voices/mynah-clone/voice.json ] || bin/mynah voice demo --kind cloning --out var/voices/mynah-clone >/dev/null
+[ -f var/voices/mynah-style/voice.json ] || bin/mynah voice demo --kind style --out var/voices/mynah-style >/dev/null
 conf=var/mynahd.yaml
 if [ ! -f "$conf" ]; then
   cat >"$conf" <<YAML
@@ -50,6 +54,9 @@ cat >&2 <<MSG
 mynahd is running (Ctrl-C stops it). Try, from another terminal:
   mosquitto_pub -t mynah/$node/say -m "The washing machine has finished."
   mosquitto_pub -t mynah/$node/say -m '{"text":"Dinner is ready.","speaker":"wren","priority":"alert"}'
+  mosquitto_pub -t mynah/$node/say -m '{"text":"Hello from a style vector.","voice":"mynah-style","speaker":"iris"}'
+  bin/mynah enroll --node $node --owner me --name you some-recording.wav   # 1-30 s of speech
+  mosquitto_pub -t mynah/$node/u/me/say -m '{"text":"Now in your voice.","voice":"mynah-clone","speaker":"you"}'
   mosquitto_sub -v -t 'mynah/$node/#'
 MSG
 wait $pid
