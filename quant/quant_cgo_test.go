@@ -1,0 +1,503 @@
+//go:build cgo
+
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/mynah-tts/mynah/quant/embed"
+	"github.com/mynah-tts/mynah/quant/onnx"
+	"github.com/mynah-tts/mynah/quant/onnx/onnxpb"
+	"github.com/mynah-tts/mynah/quant/ort"
+)
+
+// These tests run the rewritten graphs in the real ONNX Runtime and
+// compare them with Go references computed from the weights read back out
+// of the rewritten model, so a transposed weight, a swapped nibble or a
+// misplaced scale fails them.
+
+func openORT(t testing.TB) *ort.Runtime {
+	t.Helper()
+	rt, err := ort.Open(nil)
+	if err != nil {
+		t.Fatalf("these tests need ONNX Runtime (scripts/setup.sh fetches it): %v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+func run(t testing.TB, rt *ort.Runtime, m *onnx.Model, in ...ort.Tensor) []float32 {
+	t.Helper()
+	data, err := onnx.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := rt.NewSession(data, &ort.SessionOptions{IntraOpThreads: 1})
+	if err != nil {
+		t.Fatalf("onnx runtime refused the model: %v", err)
+	}
+	defer s.Close()
+	out, err := s.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out[0].Float32
+}
+
+func quantize(t testing.TB, m *onnx.Model, o *Options) *onnx.Model {
+	t.Helper()
+	res, err := Quantize(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Model
+}
+
+// within fails when got and want differ by more than bound[i%len(bound)].
+func within(t *testing.T, what string, got, want []float32, bound []float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		if d := math.Abs(float64(got[i] - want[i])); d > bound[i%len(bound)] || math.IsNaN(d) {
+			t.Fatalf("%s: element %d = %v, reference %v (off by %.3g, bound %.3g)", what, i, got[i], want[i], d, bound[i%len(bound)])
+		}
+	}
+}
+
+func flat(n int, v float64) []float64 {
+	b := make([]float64, n)
+	for i := range b {
+		b[i] = v
+	}
+	return b
+}
+
+// modes are the settings every single-op model is quantized with; levels
+// is the activation quantization the mode implies (0: none).
+var modes = []struct {
+	name   string
+	opts   Options
+	levels float64
+}{
+	{"fp16-store", Options{Mode: ModeFP16Store}, 0},
+	{"int8", Options{Mode: ModeInt8}, 255},
+	{"int8-reduce-range", Options{Mode: ModeInt8, ReduceRange: true}, 255},
+	{"nbits-fp32", Options{Mode: ModeNBits, AccuracyLevel: 1}, 0},
+	{"nbits-int8", Options{Mode: ModeNBits}, 127},
+	{"nbits-block16", Options{Mode: ModeNBits, BlockSize: 16, AccuracyLevel: 1}, 0},
+	{"nbits-2bit", Options{Mode: ModeNBits, Bits: 2, AccuracyLevel: 1}, 0},
+	{"auto", Options{Mode: ModeAuto}, 255},
+}
+
+func TestMatMulInORT(t *testing.T) {
+	rt := openORT(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	const rows, k, n = 5, 80, 24 // K = 2.5 blocks of 32: the last block is padded
+	w := randn(rng, k*n, 0.2)
+	x := randn(rng, rows*k, 1)
+	m := matMulModel(t, w, k, n)
+	in := ort.Tensor{Name: "x", Shape: []int64{rows, k}, Float32: x}
+	exact := run(t, rt, m, in)
+	within(t, "float model", exact, matmul(x, w, rows, k, n), flat(1, 1e-4))
+	for _, md := range modes {
+		t.Run(md.name, func(t *testing.T) {
+			q := quantize(t, m, &md.opts)
+			bs := md.opts.BlockSize
+			if bs == 0 {
+				bs = DefaultBlockSize
+			}
+			wd := dequantized(t, q, "W", k, n, bs)
+			bound := flat(n, 1e-4)
+			if md.levels > 0 {
+				bound = activationBound(x, wd, k, n, md.levels)
+			}
+			got := run(t, rt, q, in)
+			within(t, "quantized model", got, matmul(x, wd, rows, k, n), bound)
+		})
+	}
+}
+
+// TestNibbleOrderMatters shows the nbits check can fail: a reference that
+// reads the high nibble first is far outside the bound.
+func TestNibbleOrderMatters(t *testing.T) {
+	rt := openORT(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	const rows, k, n = 3, 64, 8
+	w, x := randn(rng, k*n, 0.2), randn(rng, rows*k, 1)
+	q := quantize(t, matMulModel(t, w, k, n), &Options{Mode: ModeNBits, AccuracyLevel: 1})
+	got := run(t, rt, q, ort.Tensor{Name: "x", Shape: []int64{rows, k}, Float32: x})
+	var packed *onnxpb.TensorProto
+	var scales []float32
+	for _, init := range q.Graph().GetInitializer() {
+		switch onnx.DataType(init.GetDataType()) {
+		case onnx.Uint8:
+			packed = init
+		case onnx.Float:
+			scales, _ = onnx.Float32Data(init)
+		}
+	}
+	swapped := make([]byte, len(packed.GetRawData()))
+	for i, b := range packed.GetRawData() {
+		swapped[i] = b<<4 | b>>4
+	}
+	wrong := matmul(x, unblockwise4(swapped, scales, k, n, DefaultBlockSize), rows, k, n)
+	var worst float64
+	for i := range got {
+		worst = math.Max(worst, math.Abs(float64(got[i]-wrong[i])))
+	}
+	if worst < 0.1 {
+		t.Errorf("high-nibble-first reference is within %.3g of ONNX Runtime; the test could not tell the orders apart", worst)
+	}
+}
+
+func TestGemmTransBInORT(t *testing.T) {
+	rt := openORT(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	const rows, k, n = 4, 64, 40
+	const alpha, beta = 0.5, 2
+	w, c, x := randn(rng, n*k, 0.2), randn(rng, n, 1), randn(rng, rows*k, 1)
+	m := gemmModel(t, w, c, k, n, alpha, beta)
+	in := ort.Tensor{Name: "x", Shape: []int64{rows, k}, Float32: x}
+	ref := func(wkn []float32) []float32 {
+		y := matmul(x, wkn, rows, k, n)
+		for i := range y {
+			y[i] = alpha*y[i] + beta*c[i%n]
+		}
+		return y
+	}
+	within(t, "float model", run(t, rt, m, in), ref(transposed(w, n, k)), flat(1, 1e-4))
+	for _, md := range modes {
+		t.Run(md.name, func(t *testing.T) {
+			q := quantize(t, m, &md.opts)
+			bs := md.opts.BlockSize
+			if bs == 0 {
+				bs = DefaultBlockSize
+			}
+			var wd []float32
+			if md.opts.Mode == ModeFP16Store {
+				wd = transposed(dequantized(t, q, "W", n, k, bs), n, k) // stored as W is: [n, k]
+			} else {
+				wd = dequantized(t, q, "W", k, n, bs)
+			}
+			bound := flat(n, 1e-4)
+			if md.levels > 0 {
+				bound = activationBound(x, wd, k, n, md.levels)
+				for i := range bound {
+					bound[i] *= alpha
+				}
+			}
+			within(t, "quantized model", run(t, rt, q, in), ref(wd), bound)
+		})
+	}
+}
+
+func TestMLPInORT(t *testing.T) {
+	rt := openORT(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	const rows, k, h, n = 6, 64, 128, 32
+	w1, b1 := randn(rng, k*h, 1/math.Sqrt(k)), randn(rng, h, 0.1)
+	w2, b2 := randn(rng, h*n, 1/math.Sqrt(h)), randn(rng, n, 0.1)
+	x := randn(rng, rows*k, 1)
+	m := mlpModel(t, w1, b1, w2, b2, k, h, n)
+	in := ort.Tensor{Name: "x", Shape: []int64{1, rows, k}, Float32: x}
+	ref := func(w1, w2 []float32) []float32 {
+		a := matmul(x, w1, rows, k, h)
+		for i := range a {
+			a[i] = max(0, a[i]+b1[i%h])
+		}
+		y := matmul(a, w2, rows, h, n)
+		for i := range y {
+			y[i] += b2[i%n]
+		}
+		return y
+	}
+	within(t, "float model", run(t, rt, m, in), ref(w1, w2), flat(1, 1e-4))
+	for _, md := range modes {
+		t.Run(md.name, func(t *testing.T) {
+			q := quantize(t, m, &md.opts)
+			bs := md.opts.BlockSize
+			if bs == 0 {
+				bs = DefaultBlockSize
+			}
+			want := ref(dequantized(t, q, "W1", k, h, bs), dequantized(t, q, "W2", h, n, bs))
+			// Two layers of activation rounding: a relative bound. A
+			// transposed or misread weight is off by the output's scale.
+			tol := 1e-4
+			if md.levels > 0 {
+				tol = 0.03
+			}
+			within(t, "quantized model", run(t, rt, q, in), want, flat(1, tol))
+		})
+	}
+}
+
+func TestSharedInORT(t *testing.T) {
+	rt := openORT(t)
+	rng := rand.New(rand.NewPCG(9, 10))
+	const rows, d = 4, 48
+	w, v, x := randn(rng, d*d, 0.15), randn(rng, d*d, 0.15), randn(rng, rows*d, 1)
+	m := sharedModel(t, w, v, d)
+	in := ort.Tensor{Name: "x", Shape: []int64{rows, d}, Float32: x}
+	for _, md := range []Options{{Mode: ModeInt8}, {Mode: ModeNBits, AccuracyLevel: 1}} {
+		t.Run(string(md.Mode), func(t *testing.T) {
+			res, err := Quantize(m, &md)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops := Inspect(res.Model).Ops
+			if md.Mode == ModeInt8 && ops["DynamicQuantizeLinear"] != 2 {
+				t.Errorf("%d DynamicQuantizeLinear nodes, want 2 (x shared by two MatMuls, and the Relu)", ops["DynamicQuantizeLinear"])
+			}
+			if len(res.Report.Rows) != 2 {
+				t.Errorf("report rows %+v, want W and V once each", res.Report.Rows)
+			}
+			wd := dequantized(t, res.Model, "W", d, d, DefaultBlockSize)
+			vd := dequantized(t, res.Model, "V", d, d, DefaultBlockSize)
+			a := matmul(x, wd, rows, d, d)
+			r := matmul(x, vd, rows, d, d)
+			for i := range r {
+				r[i] = max(0, r[i])
+			}
+			b := matmul(r, wd, rows, d, d)
+			for i := range a {
+				a[i] += b[i]
+			}
+			tol := 1e-4
+			if md.Mode == ModeInt8 {
+				tol = 0.05
+			}
+			within(t, "quantized model", run(t, rt, res.Model, in), a, flat(1, tol))
+		})
+	}
+}
+
+func TestIfSubgraphInORT(t *testing.T) {
+	rt := openORT(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	const rows, k, n = 3, 32, 16
+	w, x := randn(rng, k*n, 0.2), randn(rng, rows*k, 1)
+	m := ifModel(t, w, k, n)
+	for _, md := range []Options{{Mode: ModeFP16Store}, {Mode: ModeInt8}, {Mode: ModeNBits, AccuracyLevel: 1}} {
+		t.Run(string(md.Mode), func(t *testing.T) {
+			q := quantize(t, m, &md)
+			if md.Mode != ModeFP16Store && Inspect(q).Ops["MatMul"] != 0 {
+				t.Errorf("MatMul left in a branch: %v", Inspect(q).Ops)
+			}
+			wd := dequantized(t, q, "W", k, n, DefaultBlockSize)
+			for _, cond := range []bool{true, false} {
+				want := matmul(x, wd, rows, k, n)
+				if !cond {
+					for i := range want {
+						want[i]++
+					}
+				}
+				bound := flat(n, 1e-4)
+				if md.Mode == ModeInt8 {
+					bound = activationBound(x, wd, k, n, 255)
+				}
+				got := run(t, rt, q, ort.Tensor{Name: "x", Shape: []int64{rows, k}, Float32: x},
+					ort.Tensor{Name: "cond", Shape: []int64{}, Bool: []bool{cond}})
+				within(t, "quantized model", got, want, bound)
+			}
+		})
+	}
+}
+
+func TestConvInt8InORT(t *testing.T) {
+	rt := openORT(t)
+	rng := rand.New(rand.NewPCG(13, 14))
+	const c, m, kw, length = 8, 12, 5, 40
+	w, b, x := randn(rng, m*c*kw, 0.2), randn(rng, m, 0.5), randn(rng, c*length, 1)
+	model := convModel(t, w, b, c, m, kw)
+	res, err := Quantize(model, &Options{Mode: ModeInt8, IncludeConv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops := Inspect(res.Model).Ops; ops["ConvInteger"] != 1 || ops["Conv"] != 0 {
+		t.Fatalf("ops %v, want the Conv rewritten as ConvInteger", ops)
+	}
+	// Dequantize: uint8 values offset by 128, one scale per output channel.
+	var wq []byte
+	var scale []float32
+	for _, init := range res.Model.Graph().GetInitializer() {
+		switch {
+		case onnx.DataType(init.GetDataType()) == onnx.Uint8 && len(init.GetDims()) == 3:
+			wq = init.GetRawData()
+		case isScale(init.GetName()):
+			scale, _ = onnx.Float32Data(init)
+		}
+	}
+	wd := make([]float32, len(w))
+	per := c * kw
+	for i, q := range wq {
+		wd[i] = float32(int(q)-128) * scale[i/per]
+	}
+	conv := func(w []float32) []float32 {
+		y := make([]float32, m*length)
+		for o := range m {
+			for p := range length {
+				s := float64(b[o])
+				for ch := range c {
+					for j := range kw {
+						if q := p + j - kw/2; q >= 0 && q < length {
+							s += float64(w[(o*c+ch)*kw+j]) * float64(x[ch*length+q])
+						}
+					}
+				}
+				y[o*length+p] = float32(s)
+			}
+		}
+		return y
+	}
+	in := ort.Tensor{Name: "x", Shape: []int64{1, c, length}, Float32: x}
+	within(t, "float model", run(t, rt, model, in), conv(w), flat(1, 1e-4))
+	// Bound per output channel: half an activation step times Σ|w|.
+	lo, hi := 0.0, 0.0
+	for _, v := range x {
+		lo, hi = math.Min(lo, float64(v)), math.Max(hi, float64(v))
+	}
+	bound := make([]float64, m*length)
+	for o := range m {
+		var s float64
+		for i := range per {
+			s += math.Abs(float64(wd[o*per+i]))
+		}
+		for p := range length {
+			bound[o*length+p] = (hi-lo)/255/2*s*1.01 + 1e-4
+		}
+	}
+	within(t, "quantized model", run(t, rt, res.Model, in), conv(wd), bound)
+}
+
+func isScale(name string) bool { return strings.HasPrefix(name, "W_scale_q") }
+
+func TestGatherInt8InORT(t *testing.T) {
+	rt := openORT(t)
+	rng := rand.New(rand.NewPCG(15, 16))
+	const vocab, d = 50, 24
+	table := randn(rng, vocab*d, 1)
+	g := onnx.NewGraph("gather")
+	ids := g.Input("ids", onnx.Int64, onnx.Fixed(1), onnx.Dynamic("n"))
+	g.Node("Gather", []string{g.Float32s("E", []int64{vocab, d}, table), ids}, []string{"y"})
+	g.Output("y", onnx.Float, onnx.Fixed(1), onnx.Dynamic("n"), onnx.Fixed(d))
+	m := build(t, g, nil)
+	q := quantize(t, m, &Options{Mode: ModeInt8, EmbeddingsInt8: true})
+	if Inspect(q).BytesByDType["FLOAT"] >= 4*vocab*d/2 {
+		t.Fatalf("table still float: %v", Inspect(q).BytesByDType)
+	}
+	// Reference: rows dequantized from the rewritten model's int8 and scales.
+	var wq []byte
+	var scale []float32
+	for _, init := range q.Graph().GetInitializer() {
+		if onnx.DataType(init.GetDataType()) == onnx.Int8 {
+			wq = init.GetRawData()
+		} else if strings.HasPrefix(init.GetName(), "E_scale_q") {
+			scale, _ = onnx.Float32Data(init)
+		}
+	}
+	idv := []int64{0, 49, 7, 7, 23}
+	var want []float32
+	for _, id := range idv {
+		for c := range d {
+			want = append(want, float32(int8(wq[int(id)*d+c]))*scale[id])
+		}
+	}
+	got := run(t, rt, q, ort.Tensor{Name: "ids", Shape: []int64{1, int64(len(idv))}, Int64: idv})
+	within(t, "quantized model", got, want, flat(1, 1e-6))
+	// And the dequantized rows are the table within half a step.
+	for i, id := range idv {
+		for c := range d {
+			if diff := math.Abs(float64(want[i*d+c] - table[int(id)*d+c])); diff > float64(scale[id])/2*1.001 {
+				t.Fatalf("row %d col %d: %v vs table %v", id, c, want[i*d+c], table[int(id)*d+c])
+			}
+		}
+	}
+}
+
+// TestDemoDecoderRunsInORT loads the cloning kit's decoder quantized every
+// way into ONNX Runtime and runs one step: every rewrite must give a model
+// ONNX Runtime accepts, with outputs near the original's. (How near is
+// near enough is the gate's call, in quant/gate.)
+func TestDemoDecoderRunsInORT(t *testing.T) {
+	rt := openORT(t)
+	m := decoderModel(t)
+	inputs := func(s *ort.Session) []ort.Tensor {
+		var in []ort.Tensor
+		for _, info := range s.Inputs() {
+			shape := make([]int64, len(info.Dims))
+			n := 1
+			for i, d := range info.Dims {
+				shape[i] = d
+				if d < 0 {
+					shape[i] = 6
+					if strings.Contains(info.Name, "past") {
+						shape[i] = 0
+					}
+				}
+				n *= int(shape[i])
+			}
+			tn := ort.Tensor{Name: info.Name, Shape: shape}
+			switch info.Type {
+			case ort.Int64:
+				tn.Int64 = make([]int64, n)
+				for i := range tn.Int64 {
+					tn.Int64[i] = int64(3 + 5*i)
+				}
+			case ort.Float32:
+				tn.Float32 = make([]float32, n)
+				for i := range tn.Float32 {
+					tn.Float32[i] = float32(math.Sin(float64(i)))
+				}
+			default:
+				t.Fatalf("decoder input %v", info)
+			}
+			in = append(in, tn)
+		}
+		return in
+	}
+	runAll := func(model *onnx.Model) []ort.Tensor {
+		data, err := onnx.Encode(model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := rt.NewSession(data, &ort.SessionOptions{IntraOpThreads: 1})
+		if err != nil {
+			t.Fatalf("onnx runtime refused the model: %v", err)
+		}
+		defer s.Close()
+		out, err := s.Run(inputs(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := runAll(m)
+	for _, c := range []struct {
+		opts      Options
+		minCosine float64
+	}{
+		{Options{Mode: ModeFP16Store}, 0.99999},
+		{Options{Mode: ModeInt8, RestFP16: true, EmbeddingsInt8: true}, 0.999},
+		{Options{Mode: ModeNBits, RestFP16: true}, 0.98},
+		{Options{Mode: ModeAuto}, 0.999},
+	} {
+		got := runAll(quantize(t, m, &c.opts))
+		worst := 1.0
+		for i := range want {
+			if want[i].Type != ort.Float32 || len(want[i].Float32) == 0 {
+				continue
+			}
+			cos := embed.Cosine(got[i].Float32, want[i].Float32)
+			worst = min(worst, cos)
+			if cos < c.minCosine || math.IsNaN(cos) {
+				t.Errorf("%s: output %s has cosine %.6f with the original's, want ≥ %v", c.opts.Mode, want[i].Name, cos, c.minCosine)
+			}
+		}
+		t.Logf("%s: worst output cosine %.6f", c.opts.Mode, worst)
+	}
+}
