@@ -1,0 +1,424 @@
+package gate
+
+import (
+	"math"
+	"math/cmplx"
+	"sync"
+)
+
+// Analysis parameters of CompareAudio.
+const (
+	// MelBands is the number of bands of the log-mel spectrogram.
+	MelBands = 80
+	// frameSeconds is the analysis frame (rounded up to a power of two in
+	// samples): 46 ms, 1024 samples at 22050 Hz, the usual TTS window.
+	frameSeconds = 0.046
+	// activeFloor is the energy, relative to the loudest frame of either
+	// signal, under which a frame counts as silence in both and is left out
+	// of the spectral measures: the spectrum of digital silence is noise.
+	activeFloor = 1e-6 // −60 dB
+	// melFloorDB is how far under the loudest mel band of the original a
+	// band is clamped before the log: differences in bands 60 dB down are
+	// beyond what a small speaker plays and would otherwise dominate the
+	// mean (an exact digital silence against a faint noise is an infinite
+	// ratio).
+	melFloorDB = 60
+	// speechFloor is the energy, relative to the original's loudest frame,
+	// over which a frame counts as speech for the spectral correlation.
+	speechFloor = 1e-5 // −50 dB
+	// MaxAlignSeconds is how far AlignedSNR moves each frame: 5 ms, half
+	// the period of a 100 Hz voice.
+	MaxAlignSeconds = 0.005
+)
+
+// AudioMetrics compare a candidate waveform with the original's.
+type AudioMetrics struct {
+	// SNR in dB: the original's energy over the energy of the difference,
+	// the shorter signal padded with zeros. +Inf when identical.
+	SNR float64
+	// AlignedSNR is the SNR with each frame (46 ms) of the candidate moved
+	// by up to MaxAlignSeconds to where it matches the original best. It
+	// forgives what waveform SNR cannot: a slow phase drift (a pitch track
+	// a hundredth of a percent off, integrated over a sentence) or a
+	// phoneme boundary moved by a few samples, which leave the sound the
+	// same; noise and distortion lower it as much as they lower SNR.
+	AlignedSNR float64
+	// SpectralCorrelation is the mean, over frames that are not silent in
+	// both, of the Pearson correlation of the two magnitude spectra. 1 when
+	// identical (or both silent); a pitch or formant shift lowers it.
+	SpectralCorrelation float64
+	// LogMelDistance is the mean absolute difference of the MelBands-band
+	// log-mel spectra in dB over the same frames.
+	LogMelDistance float64
+	// LengthDiff is len(test) − len(ref) in samples.
+	LengthDiff int
+	// RefSamples and TestSamples are the two lengths.
+	RefSamples, TestSamples int
+	// NonFinite counts NaN and ±Inf samples in test. Any makes every other
+	// measure NaN, so the checks fail.
+	NonFinite int
+}
+
+// LengthDiffFraction is |LengthDiff| as a fraction of the original's
+// length (0 when both are empty, 1 when only the original is).
+func (m AudioMetrics) LengthDiffFraction() float64 {
+	d := math.Abs(float64(m.LengthDiff))
+	if m.RefSamples == 0 {
+		if d == 0 {
+			return 0
+		}
+		return 1
+	}
+	return d / float64(m.RefSamples)
+}
+
+// CompareAudio measures test against ref, two mono waveforms at the same
+// rate (Hz; it sets the frame length and the mel scale). Samples are
+// float32 PCM in [-1, 1]; use Int16ToFloat32 for 16-bit PCM.
+func CompareAudio(ref, test []float32, rate int) AudioMetrics {
+	m := AudioMetrics{LengthDiff: len(test) - len(ref), RefSamples: len(ref), TestSamples: len(test)}
+	for _, v := range test {
+		if !finite32(v) {
+			m.NonFinite++
+		}
+	}
+	if m.NonFinite > 0 || !allFinite(ref) {
+		m.SNR, m.AlignedSNR, m.SpectralCorrelation, m.LogMelDistance = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		return m
+	}
+	if rate <= 0 {
+		rate = 22050
+	}
+	n := max(len(ref), len(test))
+	var sig, noise float64
+	for i := range n {
+		r, t := at(ref, i), at(test, i)
+		sig += r * r
+		noise += (r - t) * (r - t)
+	}
+	switch {
+	case noise == 0:
+		m.SNR = math.Inf(1)
+	case sig == 0:
+		m.SNR = math.Inf(-1)
+	default:
+		m.SNR = 10 * math.Log10(sig/noise)
+	}
+	m.AlignedSNR = alignedSNR(ref, test, rate)
+	m.SpectralCorrelation, m.LogMelDistance = spectralMeasures(ref, test, rate)
+	return m
+}
+
+// Int16ToFloat32 converts 16-bit PCM to float32 in [-1, 1).
+func Int16ToFloat32(pcm []int16) []float32 {
+	out := make([]float32, len(pcm))
+	for i, v := range pcm {
+		out[i] = float32(v) / 32768
+	}
+	return out
+}
+
+func at(x []float32, i int) float64 {
+	if i < len(x) {
+		return float64(x[i])
+	}
+	return 0
+}
+
+func finite32(v float32) bool {
+	f := float64(v)
+	return !math.IsNaN(f) && !math.IsInf(f, 0)
+}
+
+func allFinite(x []float32) bool {
+	for _, v := range x {
+		if !finite32(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// alignedSNR is the SNR over non-overlapping frames of ref, each compared
+// with the stretch of test shifted by the lag (within ±MaxAlignSeconds)
+// that leaves the least error.
+func alignedSNR(ref, test []float32, rate int) float64 {
+	size := frameLength(rate)
+	maxLag := int(MaxAlignSeconds * float64(rate))
+	n := max(len(ref), len(test))
+	var sig, noise float64
+	for start := 0; start < n; start += size {
+		end := min(start+size, n)
+		best := math.Inf(1)
+		for lag := -maxLag; lag <= maxLag; lag++ {
+			var e float64
+			for i := start; i < end && e < best; i++ {
+				d := at(ref, i) - atSigned(test, i+lag)
+				e += d * d
+			}
+			best = min(best, e)
+		}
+		for i := start; i < end; i++ {
+			sig += at(ref, i) * at(ref, i)
+		}
+		noise += best
+	}
+	switch {
+	case noise == 0:
+		return math.Inf(1)
+	case sig == 0:
+		return math.Inf(-1)
+	}
+	return 10 * math.Log10(sig/noise)
+}
+
+func atSigned(x []float32, i int) float64 {
+	if i < 0 {
+		return 0
+	}
+	return at(x, i)
+}
+
+// frameLength is the analysis frame for rate: frameSeconds rounded up to a
+// power of two, at least 64 samples.
+func frameLength(rate int) int {
+	n := 64
+	for float64(n) < frameSeconds*float64(rate) {
+		n *= 2
+	}
+	return n
+}
+
+// spectralMeasures returns the spectral correlation and the log-mel
+// distance of two signals (zero-padded to the same length).
+func spectralMeasures(ref, test []float32, rate int) (corr, melDist float64) {
+	size := frameLength(rate)
+	hop := size / 4
+	n := max(len(ref), len(test))
+	frames := 1
+	if n > size {
+		frames = 1 + (n-size+hop-1)/hop
+	}
+	an := analyzerFor(size, rate)
+	type frame struct {
+		energy [2]float64
+		mag    [2][]float64
+		mel    [2][]float64
+	}
+	fs := make([]frame, frames)
+	var loudest, loudestMel float64
+	buf := make([]complex128, size)
+	for f := range fs {
+		start := f * hop
+		for k, sig := range [2][]float32{ref, test} {
+			var e float64
+			for i := range size {
+				v := at(sig, start+i)
+				e += v * v
+				buf[i] = complex(v*an.window[i], 0)
+			}
+			fft(buf, an.twiddle)
+			mag := make([]float64, size/2+1)
+			for i := range mag {
+				mag[i] = cmplx.Abs(buf[i])
+			}
+			mel := an.mel(mag)
+			fs[f].energy[k], fs[f].mag[k], fs[f].mel[k] = e, mag, mel
+			loudest = max(loudest, e)
+			if k == 0 {
+				for _, v := range mel {
+					loudestMel = max(loudestMel, v)
+				}
+			}
+		}
+	}
+	if loudest == 0 {
+		return 1, 0 // both silent throughout: nothing differs
+	}
+	melFloor := loudestMel * math.Pow(10, -melFloorDB/10)
+	if melFloor == 0 {
+		// The original is silent: measure the candidate against an absolute
+		// floor, melFloorDB under full scale.
+		melFloor = float64(size) * math.Pow(10, -melFloorDB/10)
+	}
+	var loudestRef float64
+	for _, f := range fs {
+		loudestRef = max(loudestRef, f.energy[0])
+	}
+	var sumCorr, sumMel float64
+	corrFrames, melFrames := 0, 0
+	for _, f := range fs {
+		// The spectral shape is compared where the original speaks; noise
+		// the candidate adds in pauses is the log-mel distance's to see.
+		if f.energy[0] >= speechFloor*loudestRef && loudestRef > 0 {
+			corrFrames++
+			sumCorr += pearson(f.mag[0], f.mag[1])
+		}
+		if f.energy[0] < activeFloor*loudest && f.energy[1] < activeFloor*loudest {
+			continue
+		}
+		melFrames++
+		var d float64
+		for b := range f.mel[0] {
+			d += math.Abs(10*math.Log10(max(f.mel[0][b], melFloor)) - 10*math.Log10(max(f.mel[1][b], melFloor)))
+		}
+		sumMel += d / float64(len(f.mel[0]))
+	}
+	corr = 1
+	if corrFrames > 0 {
+		corr = sumCorr / float64(corrFrames)
+	} else if loudestRef == 0 {
+		corr = 0 // the original is silent and the candidate is not
+	}
+	return corr, sumMel / float64(max(melFrames, 1))
+}
+
+// pearson is the correlation of a and b; a constant vector correlates 1
+// with an equal one and 0 with anything else.
+func pearson(a, b []float64) float64 {
+	var ma, mb float64
+	for i := range a {
+		ma += a[i]
+		mb += b[i]
+	}
+	ma /= float64(len(a))
+	mb /= float64(len(b))
+	var sab, saa, sbb float64
+	for i := range a {
+		da, db := a[i]-ma, b[i]-mb
+		sab += da * db
+		saa += da * da
+		sbb += db * db
+	}
+	if saa == 0 || sbb == 0 {
+		if saa == sbb {
+			return 1
+		}
+		return 0
+	}
+	return sab / math.Sqrt(saa*sbb)
+}
+
+// analyzer holds the window, FFT twiddles and mel filters of one frame
+// size and rate; they are cached because a gate run compares many
+// sentences at one rate.
+type analyzer struct {
+	window  []float64
+	twiddle []complex128
+	filters []melFilter
+}
+
+type melFilter struct {
+	first   int
+	weights []float64
+}
+
+type analyzerKey struct{ size, rate int }
+
+var analyzers sync.Map // analyzerKey → *analyzer
+
+func analyzerFor(size, rate int) *analyzer {
+	key := analyzerKey{size, rate}
+	if a, ok := analyzers.Load(key); ok {
+		return a.(*analyzer)
+	}
+	a := &analyzer{window: make([]float64, size), twiddle: make([]complex128, size/2)}
+	for i := range a.window {
+		a.window[i] = 0.5 - 0.5*math.Cos(2*math.Pi*float64(i)/float64(size)) // periodic Hann
+	}
+	for i := range a.twiddle {
+		a.twiddle[i] = cmplx.Exp(complex(0, -2*math.Pi*float64(i)/float64(size)))
+	}
+	a.filters = melFilters(size, rate)
+	actual, _ := analyzers.LoadOrStore(key, a)
+	return actual.(*analyzer)
+}
+
+// melFilters returns MelBands triangular filters on the HTK mel scale from
+// 0 Hz to rate/2, applied to power spectra.
+func melFilters(size, rate int) []melFilter {
+	toMel := func(f float64) float64 { return 2595 * math.Log10(1+f/700) }
+	fromMel := func(m float64) float64 { return 700 * (math.Pow(10, m/2595) - 1) }
+	top := toMel(float64(rate) / 2)
+	edges := make([]float64, MelBands+2)
+	for i := range edges {
+		edges[i] = fromMel(top * float64(i) / float64(MelBands+1))
+	}
+	binHz := float64(rate) / float64(size)
+	bins := size/2 + 1
+	filters := make([]melFilter, MelBands)
+	for b := range filters {
+		lo, mid, hi := edges[b], edges[b+1], edges[b+2]
+		var f melFilter
+		f.first = -1
+		for k := range bins {
+			hz := float64(k) * binHz
+			var w float64
+			switch {
+			case hz > lo && hz <= mid:
+				w = (hz - lo) / (mid - lo)
+			case hz > mid && hz < hi:
+				w = (hi - hz) / (hi - mid)
+			}
+			if w <= 0 {
+				if f.first >= 0 {
+					break
+				}
+				continue
+			}
+			if f.first < 0 {
+				f.first = k
+			}
+			f.weights = append(f.weights, w)
+		}
+		if f.first < 0 {
+			// A band narrower than one FFT bin: take the nearest bin, so
+			// no band is always empty.
+			f.first = min(int(math.Round(mid/binHz)), bins-1)
+			f.weights = []float64{1}
+		}
+		filters[b] = f
+	}
+	return filters
+}
+
+// mel returns the band energies of a magnitude spectrum.
+func (a *analyzer) mel(mag []float64) []float64 {
+	out := make([]float64, len(a.filters))
+	for b, f := range a.filters {
+		var e float64
+		for i, w := range f.weights {
+			if k := f.first + i; k < len(mag) {
+				e += w * mag[k] * mag[k]
+			}
+		}
+		out[b] = e
+	}
+	return out
+}
+
+// fft transforms x in place (radix-2, len(x) a power of two); twiddle[i]
+// is exp(−2πi·i/len(x)).
+func fft(x []complex128, twiddle []complex128) {
+	n := len(x)
+	for i, j := 1, 0; i < n; i++ {
+		bit := n >> 1
+		for ; j&bit != 0; bit >>= 1 {
+			j ^= bit
+		}
+		j ^= bit
+		if i < j {
+			x[i], x[j] = x[j], x[i]
+		}
+	}
+	for size := 2; size <= n; size <<= 1 {
+		half, step := size/2, n/size
+		for start := 0; start < n; start += size {
+			for k := range half {
+				t := twiddle[k*step] * x[start+k+half]
+				x[start+k+half] = x[start+k] - t
+				x[start+k] += t
+			}
+		}
+	}
+}

@@ -1,0 +1,239 @@
+package gate
+
+import (
+	"math"
+	"math/cmplx"
+	"math/rand/v2"
+	"testing"
+)
+
+const testRate = 22050
+
+// harmonic is a speech-like buzz: f0 and its harmonics up to 5 kHz with
+// falling amplitude, seconds long.
+func harmonic(f0, seconds float64) []float32 {
+	n := int(seconds * testRate)
+	out := make([]float32, n)
+	for i := range out {
+		t := float64(i) / testRate
+		var v float64
+		for k := 1; float64(k)*f0 < 5000; k++ {
+			v += math.Sin(2*math.Pi*float64(k)*f0*t) / float64(k)
+		}
+		out[i] = float32(0.2 * v)
+	}
+	return out
+}
+
+func withNoise(x []float32, snr float64, seed uint64) []float32 {
+	var p float64
+	for _, v := range x {
+		p += float64(v) * float64(v)
+	}
+	std := math.Sqrt(p / float64(len(x)) / math.Pow(10, snr/10))
+	r := rand.New(rand.NewPCG(seed, 2))
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = v + float32(r.NormFloat64()*std)
+	}
+	return out
+}
+
+func TestCompareAudioIdentical(t *testing.T) {
+	x := harmonic(120, 1)
+	m := CompareAudio(x, append([]float32(nil), x...), testRate)
+	if !math.IsInf(m.SNR, 1) || !math.IsInf(m.AlignedSNR, 1) {
+		t.Errorf("SNR %v, aligned %v; want +Inf for identical signals", m.SNR, m.AlignedSNR)
+	}
+	if m.SpectralCorrelation != 1 || m.LogMelDistance != 0 || m.LengthDiff != 0 || m.NonFinite != 0 {
+		t.Errorf("identical signals: %+v", m)
+	}
+}
+
+func TestCompareAudioKnownNoise(t *testing.T) {
+	x := harmonic(120, 2)
+	for _, snr := range []float64{10, 20, 30, 40} {
+		m := CompareAudio(x, withNoise(x, snr, uint64(snr)), testRate)
+		if math.Abs(m.SNR-snr) > 0.5 {
+			t.Errorf("noise %v dB under the signal: SNR %.2f, want within 0.5 dB", snr, m.SNR)
+		}
+		if m.AlignedSNR < m.SNR-0.01 || m.AlignedSNR > snr+1 {
+			t.Errorf("noise %v dB: aligned SNR %.2f, want about SNR %.2f (alignment cannot remove noise)", snr, m.AlignedSNR, m.SNR)
+		}
+	}
+	// More noise, worse measures.
+	a := CompareAudio(x, withNoise(x, 30, 1), testRate)
+	b := CompareAudio(x, withNoise(x, 10, 1), testRate)
+	if !(b.SpectralCorrelation < a.SpectralCorrelation && b.LogMelDistance > a.LogMelDistance) {
+		t.Errorf("10 dB noise %+v should measure worse than 30 dB noise %+v", b, a)
+	}
+}
+
+func TestCompareAudioPitchShift(t *testing.T) {
+	x := harmonic(150, 1)
+	shifted := harmonic(159, 1) // 6%: a semitone
+	m := CompareAudio(x, shifted, testRate)
+	th, _ := DefaultThresholds(PrecisionInt8)
+	if m.SpectralCorrelation >= th.MinSpectralCorrelation {
+		t.Errorf("a semitone shift has spectral correlation %.4f, want below the int8 limit %v", m.SpectralCorrelation, th.MinSpectralCorrelation)
+	}
+	// A louder copy has the same spectral shape: correlation is 1, SNR is
+	// what the gain error makes: the difference is half the signal, 6.02 dB.
+	half := make([]float32, len(x))
+	for i, v := range x {
+		half[i] = v / 2
+	}
+	m = CompareAudio(x, half, testRate)
+	if math.Abs(m.SpectralCorrelation-1) > 1e-9 || math.Abs(m.SNR-6.0206) > 0.01 {
+		t.Errorf("half-gain copy: correlation %v (want 1), SNR %v (want 6.02)", m.SpectralCorrelation, m.SNR)
+	}
+}
+
+func TestCompareAudioShiftIsForgivenByAlignedSNR(t *testing.T) {
+	long := harmonic(130, 1.01)
+	x := long[20 : 20+testRate]
+	delayed := long[:testRate] // 20 samples (0.9 ms) later
+	m := CompareAudio(x, delayed, testRate)
+	if m.SNR > 10 {
+		t.Errorf("a 20-sample delay: SNR %.1f dB, want low (waveform SNR is phase-sensitive)", m.SNR)
+	}
+	// The last 20 samples have no partner (about −30 dB of the energy); all
+	// else aligns exactly.
+	if m.AlignedSNR < 25 {
+		t.Errorf("a 20-sample delay: aligned SNR %.1f dB, want ≥ 25", m.AlignedSNR)
+	}
+	if m.SpectralCorrelation < 0.999 {
+		t.Errorf("a 20-sample delay: spectral correlation %.4f, want ≈ 1", m.SpectralCorrelation)
+	}
+}
+
+func TestCompareAudioEdges(t *testing.T) {
+	x := harmonic(100, 0.5)
+	nan := append([]float32(nil), x...)
+	nan[100] = float32(math.NaN())
+	silence := make([]float32, len(x))
+	tests := []struct {
+		name      string
+		ref, test []float32
+		check     func(m AudioMetrics) bool
+	}{
+		{"shorter candidate", x, x[:len(x)-100], func(m AudioMetrics) bool {
+			return m.LengthDiff == -100 && math.Abs(m.LengthDiffFraction()-100/float64(len(x))) < 1e-12 && !math.IsInf(m.SNR, 0)
+		}},
+		{"NaN sample", x, nan, func(m AudioMetrics) bool {
+			return m.NonFinite == 1 && math.IsNaN(m.SNR) && math.IsNaN(m.SpectralCorrelation) && math.IsNaN(m.LogMelDistance)
+		}},
+		{"both silent", silence, silence, func(m AudioMetrics) bool {
+			return math.IsInf(m.SNR, 1) && m.SpectralCorrelation == 1 && m.LogMelDistance == 0
+		}},
+		{"silence against sound", silence, x, func(m AudioMetrics) bool {
+			return math.IsInf(m.SNR, -1) && m.SpectralCorrelation == 0 && m.LogMelDistance > 10
+		}},
+		{"sound against silence", x, silence, func(m AudioMetrics) bool {
+			return m.SNR == 0 && m.SpectralCorrelation == 0 && m.LogMelDistance > 10
+		}},
+		{"both empty", nil, nil, func(m AudioMetrics) bool {
+			return math.IsInf(m.SNR, 1) && m.SpectralCorrelation == 1 && m.LengthDiffFraction() == 0
+		}},
+		{"empty candidate", x, nil, func(m AudioMetrics) bool {
+			return m.LengthDiffFraction() == 1 && m.SNR == 0
+		}},
+		{"only the candidate has samples", nil, x[:10], func(m AudioMetrics) bool { return m.LengthDiffFraction() == 1 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if m := CompareAudio(tt.ref, tt.test, testRate); !tt.check(m) {
+				t.Errorf("%+v", m)
+			}
+		})
+	}
+}
+
+func TestInt16ToFloat32(t *testing.T) {
+	got := Int16ToFloat32([]int16{0, 16384, -32768, 32767})
+	want := []float32{0, 0.5, -1, 32767.0 / 32768}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("sample %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestFFTMatchesDFT(t *testing.T) {
+	const n = 64
+	r := rand.New(rand.NewPCG(7, 7))
+	x := make([]complex128, n)
+	for i := range x {
+		x[i] = complex(r.NormFloat64(), 0)
+	}
+	want := make([]complex128, n)
+	for k := range want {
+		for i, v := range x {
+			want[k] += v * cmplx.Exp(complex(0, -2*math.Pi*float64(k*i)/n))
+		}
+	}
+	got := append([]complex128(nil), x...)
+	fft(got, analyzerFor(n, 8000).twiddle)
+	for k := range want {
+		if cmplx.Abs(got[k]-want[k]) > 1e-9 {
+			t.Fatalf("bin %d: %v, want %v", k, got[k], want[k])
+		}
+	}
+}
+
+func TestMelFiltersCoverEveryBand(t *testing.T) {
+	for _, rate := range []int{8000, 16000, 22050, 24000, 48000} {
+		f := melFilters(frameLength(rate), rate)
+		if len(f) != MelBands {
+			t.Fatalf("%d Hz: %d bands", rate, len(f))
+		}
+		prev := -1
+		for b, band := range f {
+			if len(band.weights) == 0 || band.first < prev {
+				t.Errorf("%d Hz: band %d empty or out of order (first bin %d after %d)", rate, b, band.first, prev)
+			}
+			prev = band.first
+		}
+	}
+}
+
+func FuzzCompareAudio(f *testing.F) {
+	f.Add([]byte{}, []byte{}, 22050)
+	f.Add([]byte{0, 0, 128, 63, 0, 0, 0, 0}, []byte{0, 0, 128, 191}, 16000)
+	f.Add([]byte{0, 0, 192, 127, 1, 2, 3, 4}, []byte{0, 0, 128, 127, 9, 9, 9, 9}, 8000) // NaN, Inf
+	f.Fuzz(func(t *testing.T, a, b []byte, rate int) {
+		ref, test := bytesToFloats(a), bytesToFloats(b)
+		m := CompareAudio(ref, test, rate%48001)
+		if m.LengthDiff != len(test)-len(ref) {
+			t.Fatalf("LengthDiff %d for %d and %d samples", m.LengthDiff, len(ref), len(test))
+		}
+		if m.NonFinite == 0 && allFinite(ref) {
+			if math.IsNaN(m.SNR) || math.IsNaN(m.SpectralCorrelation) || math.IsNaN(m.LogMelDistance) || math.IsNaN(m.AlignedSNR) {
+				t.Fatalf("NaN measure for finite inputs: %+v", m)
+			}
+			if m.SpectralCorrelation < -1-1e-9 || m.SpectralCorrelation > 1+1e-9 || m.LogMelDistance < 0 {
+				t.Fatalf("measure out of range: %+v", m)
+			}
+		}
+	})
+}
+
+func bytesToFloats(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
+	}
+	return out
+}
+
+func BenchmarkCompareAudio(b *testing.B) {
+	x := harmonic(120, 3)
+	y := withNoise(x, 30, 1)
+	b.ReportAllocs()
+	b.SetBytes(int64(4 * len(x)))
+	for b.Loop() {
+		CompareAudio(x, y, testRate)
+	}
+	audio := float64(len(x)) / testRate
+	b.ReportMetric(audio*float64(b.N)/b.Elapsed().Seconds(), "audio-s/s")
+}
