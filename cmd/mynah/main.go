@@ -25,6 +25,7 @@ Usage:
   mynah enroll --name N REF.wav clone a speaker into a running mynahd (--owner)
   mynah forget --name N         forget a cloned speaker
   mynah speakers                list an owner's cloned speakers
+  mynah quantize --mode M IN -o OUT  make a model smaller, checked by a quality gate
   mynah version
 
 Run "mynah COMMAND -h" for a command's flags.
@@ -70,6 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		{"enroll", runEnroll},
 		{"forget", runForget},
 		{"speakers", runSpeakers},
+		{"quantize", runQuantize},
 		{"version", func(context.Context, []string, io.Writer, io.Writer) error {
 			fmt.Fprintln(stdout, "mynah", version)
 			return nil

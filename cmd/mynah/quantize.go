@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/mynah-tts/mynah/audio/voice"
+	"github.com/mynah-tts/mynah/quant"
+	"github.com/mynah-tts/mynah/quant/gate"
+	"github.com/mynah-tts/mynah/quant/onnx"
+	"github.com/mynah-tts/mynah/quant/ort"
+)
+
+const quantizeUsage = `Usage:
+  mynah quantize --mode MODE [flags] IN.onnx -o OUT.onnx
+  mynah quantize --mode inspect IN.onnx
+
+Makes a model smaller, and refuses the result if it sounds worse or runs
+slower than allowed. MODE:
+  fp16-store  float weights stored as fp16, computed in float (half the file,
+              same speed): the safe choice for Piper voices and vocoders
+  int8        MatMul/Gemm with constant weights as dynamic int8 (faster on
+              transformer decoders; Conv untouched unless --include-conv)
+  nbits       4-bit weight-only MatMulNBits for MatMuls (smallest)
+  auto        MatMuls int8 (or --auto-matmul nbits), the rest fp16-store,
+              embeddings untouched; checks speed too
+  inspect     op histogram, weight bytes by op and type, opsets, whether it
+              is already quantized
+
+The quality gate runs the original and the result in ONNX Runtime on the same
+inputs and compares them: a Piper voice (IN.onnx with IN.onnx.json beside
+it) on fixed sentences with noise off (SNR, spectral correlation, log-mel
+distance), a KV-cache decoder on fixed prompts (tensor errors, cosine). A
+failing result is not written unless --force; the report says which check
+failed by how much.
+
+Flags:
+`
+
+func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("quantize", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	mode := fs.String("mode", "", "fp16-store, int8, nbits, auto or inspect")
+	out := fs.String("o", "", "output model (must differ from the input)")
+	force := fs.Bool("force", false, "write the result even if the gate fails it")
+	noGate := fs.Bool("no-gate", false, "skip the quality gate (the result is not checked at all)")
+	speed := fs.Bool("check-speed", false, "also refuse a result more than 5% slower than the original (default on for auto)")
+	kind := fs.String("kind", "", "what the gate runs: voice (Piper contract), decoder (KV cache), or empty to tell from the model's inputs")
+	bits := fs.Int("bits", quant.DefaultBits, "nbits: bits per weight (2 and 3 only to see the gate refuse them)")
+	block := fs.Int("block-size", quant.DefaultBlockSize, "nbits: weights per scale, a power of two 16..256")
+	accuracy := fs.Int("accuracy-level", quant.DefaultAccuracyLevel, "nbits: ONNX Runtime's accuracy_level (4 = int8 dot products)")
+	reduce := fs.Bool("reduce-range", false, "int8: 7-bit weights, for CPUs without VNNI")
+	conv := fs.Bool("include-conv", false, "int8/auto: quantize Conv too (usually slower and noisier on CPUs)")
+	rest := fs.Bool("rest-fp16", false, "int8/nbits: store the remaining float weights as fp16")
+	emb := fs.Bool("embeddings-int8", false, "store Gather tables (embeddings) as int8 per row")
+	autoMatMul := fs.String("auto-matmul", "int8", "auto: int8 or nbits for MatMuls")
+	provider := fs.String("provider", "cpu", "execution provider the gate measures with (the device's)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, quantizeUsage)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError("quantize needs one input model")
+	}
+	in := pos[0]
+	m, data, err := onnx.ReadFileData(in, nil)
+	if err != nil {
+		return fmt.Errorf("quantize: %w", err)
+	}
+	if *mode == "inspect" {
+		fmt.Fprint(stdout, quant.Inspect(m).String())
+		return nil
+	}
+	md, err := quant.ParseMode(*mode)
+	if err != nil {
+		return usageError("--mode: %v", err)
+	}
+	am, err := quant.ParseMode(*autoMatMul)
+	if err != nil {
+		return usageError("--auto-matmul: %v", err)
+	}
+	if *out == "" {
+		return usageError("quantize needs -o OUT.onnx")
+	}
+	if abs(*out) == abs(in) {
+		return usageError("-o must not be the input: the original is what the result is checked against")
+	}
+	prov, err := ort.ParseProvider(*provider)
+	if err != nil {
+		return usageError("--provider: %v", err)
+	}
+
+	res, err := quant.Quantize(m, &quant.Options{
+		Mode: md, ReduceRange: *reduce, Bits: *bits, BlockSize: *block, AccuracyLevel: *accuracy,
+		IncludeConv: *conv, RestFP16: *rest, EmbeddingsInt8: *emb, AutoMatMul: am, Dir: filepath.Dir(in),
+		Progress: progress(stderr),
+	})
+	if err != nil {
+		return fmt.Errorf("quantize: %w", err)
+	}
+	fmt.Fprint(stdout, res.Report.String())
+	cand, err := onnx.Encode(res.Model)
+	if err != nil {
+		return fmt.Errorf("quantize: %w", err)
+	}
+
+	var verdict *gate.Verdict
+	if !*noGate {
+		if verdict, err = runGate(in, m, data, cand, md, *kind, *speed || md == quant.ModeAuto, prov); err != nil {
+			return fmt.Errorf("quality gate: %w", err)
+		}
+		fmt.Fprint(stdout, verdict.String())
+	}
+	if verdict != nil && !verdict.Pass && !*force {
+		return fmt.Errorf("not written: %w (--force writes it anyway)", verdict.Err())
+	}
+	if err := onnx.WriteFile(*out, res.Model); err != nil {
+		return fmt.Errorf("quantize: %w", err)
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d bytes, %.2f× the original\n", *out, len(cand), float64(len(cand))/float64(len(data)))
+	return nil
+}
+
+// runGate picks the check for the model: a Piper voice, a KV decoder, or
+// (with neither) a refusal to guess inputs.
+func runGate(in string, m *onnx.Model, original, candidate []byte, mode quant.Mode, kind string, speed bool, prov ort.Provider) (*gate.Verdict, error) {
+	if kind == "" {
+		kind = guessKind(m)
+	}
+	rt, err := ort.Open(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	opts := gate.Options{Precision: precisionOf(mode), CheckSpeed: speed, Session: &ort.SessionOptions{Provider: prov}}
+	switch kind {
+	case "voice":
+		cfg, err := voice.ReadPiperConfig(in + ".json")
+		if err != nil {
+			return nil, fmt.Errorf("a voice needs its config beside it (%s.json): %w", in, err)
+		}
+		return gate.CheckVoice(rt, original, candidate, &gate.VoiceOptions{
+			Options: opts, PhonemeIDMap: cfg.PhonemeIDMap, SampleRate: cfg.Audio.SampleRate,
+		})
+	case "decoder":
+		return gate.CheckDecoder(rt, original, candidate, &gate.DecoderOptions{Options: opts})
+	}
+	return nil, errors.New("cannot tell what this model is (not a Piper voice, no past_key_values inputs): pass --kind voice|decoder, or --no-gate")
+}
+
+// guessKind tells a Piper voice or a KV-cache decoder by its inputs.
+func guessKind(m *onnx.Model) string {
+	var names []string
+	for _, in := range m.Graph().GetInput() {
+		names = append(names, in.GetName())
+	}
+	has := func(n string) bool { return slices.Contains(names, n) }
+	if has("input") && has("input_lengths") && has("scales") {
+		return "voice"
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, "past_key_values.") {
+			return "decoder"
+		}
+	}
+	return ""
+}
+
+// precisionOf names the gate's threshold set for a mode.
+func precisionOf(m quant.Mode) string {
+	switch m {
+	case quant.ModeFP16Store:
+		return "fp16"
+	case quant.ModeNBits:
+		return "nbits"
+	}
+	return "int8"
+}
+
+// progress prints a bar on stderr for long rewrites.
+func progress(w io.Writer) func(done, total int, what string) {
+	last := -1
+	return func(done, total int, what string) {
+		if total <= 0 {
+			return
+		}
+		pct := 100 * done / total
+		if pct/5 == last/5 && done != total {
+			return
+		}
+		last = pct
+		bar := strings.Repeat("#", pct/5) + strings.Repeat(".", 20-pct/5)
+		fmt.Fprintf(w, "\rquantize [%s] %3d%% %-40.40s", bar, pct, what)
+		if done == total {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+func abs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	if r, err := filepath.EvalSymlinks(a); err == nil {
+		return r
+	}
+	return a
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mynah-tts/mynah/audio/voice/demo"
+	"github.com/mynah-tts/mynah/quant/benchmodel"
+)
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// TestQuantizeDecoder: the cloning kit's decoder under int8 passes the
+// gate and shrinks more than 3× with the rest in fp16 and the embedding
+// table in int8; 2-bit weights are refused with a report and not written.
+func TestQuantizeDecoder(t *testing.T) {
+	dir := t.TempDir()
+	if err := demo.WriteCloning(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	in, out := filepath.Join(dir, "decoder.onnx"), filepath.Join(dir, "decoder.int8.onnx")
+	stdout, stderr, err := mynah(t, "quantize", "--mode", "int8", "--rest-fp16", "--embeddings-int8", in, "-o", out)
+	if err != nil || !strings.Contains(stdout, "gate [int8]: PASS") {
+		t.Fatalf("int8: %v\n%s%s", err, stdout, stderr)
+	}
+	if ratio := float64(fileSize(t, out)) / float64(fileSize(t, in)); ratio > 1.0/3 {
+		t.Errorf("int8 decoder is %.2f× the original, want at most 1/3", ratio)
+	}
+	if stdout, _, _ := mynah(t, "quantize", "--mode", "inspect", out); !strings.Contains(stdout, "quantized") || strings.Contains(stdout, "not quantized") {
+		t.Errorf("inspect of the result does not say it is quantized:\n%s", stdout)
+	}
+	if _, _, err := mynah(t, "quantize", "--mode", "int8", out, "-o", filepath.Join(dir, "twice.onnx")); err == nil || !strings.Contains(err.Error(), "already quantized") {
+		t.Errorf("quantizing twice: %v", err)
+	}
+
+	bad := filepath.Join(dir, "decoder.2bit.onnx")
+	stdout, _, err = mynah(t, "quantize", "--mode", "nbits", "--bits", "2", in, "-o", bad)
+	if err == nil || !strings.Contains(err.Error(), "not written") || !strings.Contains(stdout, "FAIL") {
+		t.Fatalf("2-bit decoder: %v\n%s", err, stdout)
+	}
+	if !strings.Contains(err.Error(), "cosine of prosody") {
+		t.Errorf("the refusal does not say which check failed: %v", err)
+	}
+	if _, err := os.Stat(bad); !os.IsNotExist(err) {
+		t.Errorf("a refused model was written (%v)", err)
+	}
+	if _, _, err := mynah(t, "quantize", "--mode", "nbits", "--bits", "2", "--force", in, "-o", bad); err != nil {
+		t.Errorf("--force: %v", err)
+	} else if _, err := os.Stat(bad); err != nil {
+		t.Errorf("--force did not write: %v", err)
+	}
+}
+
+// TestQuantizeVoice: a Piper-shaped conv-heavy model under fp16-store
+// passes the audio gate and halves; the demo voice, which turns pitch into
+// phase, drifts under fp16 and is refused on SNR while its spectrum
+// passes: the gate judges the waveform, not only the sound.
+func TestQuantizeVoice(t *testing.T) {
+	dir := t.TempDir()
+	model, err := benchmodel.PiperMedium(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "medium.onnx")
+	if err := os.WriteFile(in, model, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := json.Marshal(map[string]any{
+		"audio": map[string]any{"sample_rate": benchmodel.SampleRate}, "espeak": map[string]any{"voice": "en-us"},
+		"phoneme_type": "espeak", "num_speakers": 1, "phoneme_id_map": benchmodel.PhonemeIDMap(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in+".json", cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "medium.fp16.onnx")
+	stdout, stderr, err := mynah(t, "quantize", "--mode", "fp16-store", in, "-o", out)
+	if err != nil || !strings.Contains(stdout, "gate [fp16]: PASS") {
+		t.Fatalf("fp16-store: %v\n%s%s", err, stdout, stderr)
+	}
+	if ratio := float64(fileSize(t, out)) / float64(fileSize(t, in)); ratio > 0.51 {
+		t.Errorf("fp16 model is %.3f× the original, want about half", ratio)
+	}
+
+	vdir := t.TempDir()
+	vpath, err := demo.Write(vdir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err = mynah(t, "quantize", "--mode", "fp16-store", vpath, "-o", filepath.Join(vdir, "demo.fp16.onnx"))
+	if err == nil || !strings.Contains(err.Error(), "snr") {
+		t.Fatalf("demo voice fp16: %v, want a refusal on snr\n%s", err, stdout)
+	}
+	if !strings.Contains(stdout, "spectral-correlation") {
+		t.Errorf("report lacks the spectral check:\n%s", stdout)
+	}
+}
+
+func TestQuantizeUsage(t *testing.T) {
+	dir := t.TempDir()
+	path, err := demo.Write(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"quantize"},
+		{"quantize", "--mode", "int8", path}, // no -o
+		{"quantize", "--mode", "int3", path, "-o", "x.onnx"}, // bad mode
+		{"quantize", "--mode", "int8", path, "-o", path},     // overwrite the input
+		{"quantize", "--mode", "int8", "--provider", "npu", path, "-o", "x.onnx"},
+	} {
+		if _, _, err := mynah(t, args...); exitCode(err) != 2 {
+			t.Errorf("%q: %v, want a usage error", args, err)
+		}
+	}
+	trunc := filepath.Join(dir, "cut.onnx")
+	data, _ := os.ReadFile(path)
+	os.WriteFile(trunc, data[:len(data)/2], 0o644)
+	if _, _, err := mynah(t, "quantize", "--mode", "int8", trunc, "-o", filepath.Join(dir, "o.onnx")); err == nil || exitCode(err) != 1 {
+		t.Errorf("a truncated model: %v", err)
+	}
+}
