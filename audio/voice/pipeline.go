@@ -54,6 +54,9 @@ const (
 type PipelineOptions struct {
 	// Session options for ONNX Runtime, used for all three models.
 	Session *ort.SessionOptions
+	// Precision picks a variant of the bundle (fp16, int8, nbits; "" or
+	// fp32: the original files); see bundle.WithPrecision.
+	Precision string
 	// SentenceSilence, Split and MaxSentenceAudio mean what PiperOptions'
 	// fields of the same name mean. A nil Split (or one without
 	// MaxSentenceChars) gets sentences of at most a third of the
@@ -190,7 +193,7 @@ type pipelineNames struct {
 // Errors name the role whose model failed.
 func LoadPipeline(rt *ort.Runtime, dir string, opts *PipelineOptions) (*Pipeline, error) {
 	o := opts.withDefaults()
-	b, err := bundle.Load(dir)
+	b, err := loadBundle(dir, o.Precision)
 	if err != nil {
 		return nil, fmt.Errorf("load pipeline voice: %w", err)
 	}

@@ -60,7 +60,11 @@ type PiperOptions struct {
 	// MaxSentenceAudio bounds the audio of one sentence; longer output is
 	// ErrTooManyFrames rather than an unbounded allocation. Default 60 s.
 	MaxSentenceAudio time.Duration
-	Logger           *slog.Logger
+	// Precision picks a variant beside the model (NAME.<precision>.onnx:
+	// fp16, int8, nbits) that passed the quality gate; "" or fp32 is the
+	// model itself.
+	Precision string
+	Logger    *slog.Logger
 }
 
 // DefaultSentenceSilence is Piper's pause between sentences.
@@ -149,7 +153,7 @@ func FindPiper(path string) (string, error) {
 	}
 	var voices []string
 	for _, m := range matches {
-		if _, err := os.Stat(m + ".json"); err == nil {
+		if _, err := os.Stat(m + ".json"); err == nil && !isVariantFile(m, matches) {
 			voices = append(voices, m)
 		}
 	}
@@ -169,6 +173,9 @@ func LoadPiper(rt *ort.Runtime, path string, opts *PiperOptions) (*Piper, error)
 	o := opts.withDefaults()
 	modelPath, err := FindPiper(path)
 	if err != nil {
+		return nil, fmt.Errorf("load voice: %w", err)
+	}
+	if modelPath, err = piperVariantModel(modelPath, o.Precision); err != nil {
 		return nil, fmt.Errorf("load voice: %w", err)
 	}
 	cfg, err := ReadPiperConfig(modelPath + ".json")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/voice/bundle"
 )
 
 // Synthesizer is what Play needs from an engine.
@@ -123,4 +124,13 @@ func speakSentences(ctx context.Context, sentences []string, silence time.Durati
 		}
 	}
 	return nil
+}
+
+// loadBundle loads and verifies the bundle in dir as its precision variant.
+func loadBundle(dir, precision string) (*bundle.Bundle, error) {
+	b, err := bundle.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	return b.WithPrecision(precision, false)
 }

@@ -25,7 +25,10 @@ type StyleOptions struct {
 	SentenceSilence  time.Duration // 0: DefaultSentenceSilence; negative: none
 	Split            *text.SplitOptions
 	MaxSentenceAudio time.Duration // 0: 60 s
-	Logger           *slog.Logger
+	// Precision picks a variant of the bundle (fp16, int8, nbits; "" or
+	// fp32: the original files); see bundle.WithPrecision.
+	Precision string
+	Logger    *slog.Logger
 }
 
 func (opts *StyleOptions) withDefaults() StyleOptions {
@@ -81,7 +84,7 @@ type StyleParams struct {
 // request first uses them.
 func LoadStyle(rt *ort.Runtime, dir string, opts *StyleOptions) (*Style, error) {
 	o := opts.withDefaults()
-	b, err := bundle.Load(dir)
+	b, err := loadBundle(dir, o.Precision)
 	if err != nil {
 		return nil, fmt.Errorf("load style voice: %w", err)
 	}

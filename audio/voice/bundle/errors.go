@@ -27,4 +27,7 @@ var (
 	// what the manifest declares for its role: a missing name, another
 	// element type, another rank or a fixed dimension that disagrees.
 	ErrModelMismatch = errors.New("model does not match manifest")
+	// ErrNoVariant means a precision was asked for that the bundle has no
+	// (passed) variant of.
+	ErrNoVariant = errors.New("no such precision variant")
 )

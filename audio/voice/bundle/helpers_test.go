@@ -146,6 +146,10 @@ func writeBundle(t testing.TB, m *bundle.Manifest, contents map[string][]byte, w
 	}
 	fill(m.Files)
 	fill(m.Voices)
+	for p, v := range m.Variants {
+		fill(v.Files)
+		m.Variants[p] = v
+	}
 	data, err := m.Marshal()
 	if err != nil {
 		t.Fatal(err)

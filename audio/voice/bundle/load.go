@@ -21,8 +21,9 @@ type Bundle struct {
 	// that keys on it never serves audio of a replaced model.
 	Digest string
 
-	files  map[string]File // by files key
-	voices map[string]File // by voices key
+	files        map[string]File // by files key
+	voices       map[string]File // by voices key
+	variantFiles map[string]File // by "precision/files key"
 }
 
 // File is a verified file of a bundle.
@@ -79,6 +80,16 @@ func Load(dir string) (*Bundle, error) {
 			return nil, fmt.Errorf("load bundle %s: %w", abs, err)
 		}
 		b.voices[key] = f
+	}
+	b.variantFiles = make(map[string]File)
+	for _, p := range sortedKeys(m.Variants) {
+		for _, key := range sortedKeys(m.Variants[p].Files) {
+			f, err := verify(root, abs, "variants."+p+".files."+key, key, m.Variants[p].Files[key], 0)
+			if err != nil {
+				return nil, fmt.Errorf("load bundle %s: %w", abs, err)
+			}
+			b.variantFiles[p+"/"+key] = f
+		}
 	}
 	return b, nil
 }

@@ -117,6 +117,10 @@ type Manifest struct {
 
 	Style  *Style             `json:"style,omitempty"`
 	Voices map[string]FileRef `json:"voices,omitempty"`
+
+	// Variants are precision variants (fp16, int8, nbits) made by mynah
+	// quantize --voice, with the quality gate's verdict.
+	Variants map[string]Variant `json:"variants,omitempty"`
 }
 
 // Text is the front end: which phonemizer and the symbol → id map. For

@@ -69,6 +69,9 @@ func (m *Manifest) Validate() error {
 			return err
 		}
 	}
+	if err := m.checkVariants(); err != nil {
+		return err
+	}
 	return m.checkStyle()
 }
 

@@ -1,0 +1,99 @@
+package bundle_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/mynah-tts/mynah/audio/voice/bundle"
+)
+
+func TestChoosePrecision(t *testing.T) {
+	gates := map[string]bundle.GateRecord{
+		"fp16":  {Passed: true, Provider: "cpu", SizeRatio: 0.5},
+		"int8":  {Passed: true, Provider: "cpu", SizeRatio: 0.3},
+		"nbits": {Passed: false, Provider: "cpu", SizeRatio: 0.2, Summary: "cosine 0.97"},
+	}
+	for _, tc := range []struct {
+		want, provider, got string
+		err                 bool
+	}{
+		{"auto", "", "int8", false},     // the smallest that passed, not nbits
+		{"", "cpu", "int8", false},      // "" is auto
+		{"auto", "cuda", "fp32", false}, // checked on another provider: not trusted
+		{"fp32", "", "fp32", false},
+		{"fp16", "", "fp16", false},
+		{"nbits", "", "", true}, // failed the gate
+		{"int4", "", "", true},  // no such precision
+	} {
+		got, err := bundle.ChoosePrecision(tc.want, gates, tc.provider)
+		if got != tc.got || (err != nil) != tc.err {
+			t.Errorf("ChoosePrecision(%q, %q) = %q, %v; want %q (error %v)", tc.want, tc.provider, got, err, tc.got, tc.err)
+		}
+		if err != nil && !errors.Is(err, bundle.ErrNoVariant) {
+			t.Errorf("%q: error %v does not wrap ErrNoVariant", tc.want, err)
+		}
+	}
+	if got, _ := bundle.ChoosePrecision("auto", nil, ""); got != "fp32" {
+		t.Errorf("no variants: %q", got)
+	}
+}
+
+func TestVariantLoadAndSelect(t *testing.T) {
+	m := piperManifest()
+	m.Variants = map[string]bundle.Variant{
+		"fp16": {Files: map[string]bundle.FileRef{"model": {Path: "voice.fp16.onnx"}},
+			Gate: bundle.GateRecord{Passed: true, Provider: "cpu", SizeRatio: 0.5, Summary: "snr 40 dB"}},
+		"int8": {Files: map[string]bundle.FileRef{"model": {Path: "voice.int8.onnx"}},
+			Gate: bundle.GateRecord{Passed: false, Provider: "cpu", SizeRatio: 0.3, Summary: "snr 3 dB"}},
+	}
+	dir := writeBundle(t, m, map[string][]byte{"voice.onnx": []byte("full"), "voice.fp16.onnx": []byte("half"), "voice.int8.onnx": []byte("bad")}, true)
+	b, err := bundle.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := b.WithPrecision("fp16", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := v.RoleFile(bundle.RoleModel)
+	if f.Rel != "voice.fp16.onnx" || v.Digest == b.Digest {
+		t.Errorf("fp16 view: model %s, digest changed %v", f.Rel, v.Digest != b.Digest)
+	}
+	if f, _ := b.RoleFile(bundle.RoleModel); f.Rel != "voice.onnx" {
+		t.Errorf("the original bundle changed: %s", f.Rel)
+	}
+	if _, err := b.WithPrecision("int8", false); !errors.Is(err, bundle.ErrNoVariant) {
+		t.Errorf("a failed variant: %v", err)
+	}
+	if v, err := b.WithPrecision("int8", true); err != nil {
+		t.Errorf("a failed variant, forced: %v", err)
+	} else if f, _ := v.RoleFile(bundle.RoleModel); f.Rel != "voice.int8.onnx" {
+		t.Errorf("forced int8 view: %s", f.Rel)
+	}
+
+	// A variant file that changed after the gate is refused at load.
+	os.WriteFile(filepath.Join(dir, "voice.fp16.onnx"), []byte("HALF"), 0o644)
+	if _, err := bundle.Load(dir); !errors.Is(err, bundle.ErrFileMismatch) {
+		t.Errorf("damaged variant file: %v, want ErrFileMismatch", err)
+	}
+}
+
+func TestVariantManifestErrors(t *testing.T) {
+	ok := bundle.GateRecord{Passed: true, Provider: "cpu", SizeRatio: 0.5}
+	for name, v := range map[string]map[string]bundle.Variant{
+		"unknown precision": {"int4": {Files: map[string]bundle.FileRef{"model": {Path: "a.onnx", SHA256: digest}}, Gate: ok}},
+		"no files":          {"fp16": {Gate: ok}},
+		"unknown file key":  {"fp16": {Files: map[string]bundle.FileRef{"vocoder": {Path: "a.onnx", SHA256: digest}}, Gate: ok}},
+		"escaping path":     {"fp16": {Files: map[string]bundle.FileRef{"model": {Path: "../a.onnx", SHA256: digest}}, Gate: ok}},
+		"bad digest":        {"fp16": {Files: map[string]bundle.FileRef{"model": {Path: "a.onnx", SHA256: "xyz"}}, Gate: ok}},
+		"negative ratio":    {"fp16": {Files: map[string]bundle.FileRef{"model": {Path: "a.onnx", SHA256: digest}}, Gate: bundle.GateRecord{SizeRatio: -1}}},
+	} {
+		m := piperManifest()
+		m.Variants = v
+		if err := m.Validate(); !errors.Is(err, bundle.ErrInvalidManifest) {
+			t.Errorf("%s: %v, want ErrInvalidManifest", name, err)
+		}
+	}
+}
