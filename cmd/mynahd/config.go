@@ -125,6 +125,14 @@ type VoicesConfig struct {
 	Default string `yaml:"default"`
 	// Sessions bounds the voices kept loaded.
 	Sessions SessionsConfig `yaml:"sessions"`
+	// Precision picks which variant of a voice is loaded: auto (default:
+	// the smallest variant made by mynah quantize --voice that passed its
+	// quality gate, for the configured onnx.provider; the original when
+	// none did), fp32 (the original), fp16, int8 or nbits (that variant,
+	// which must exist and have passed).
+	Precision string `yaml:"precision"`
+	// Precisions overrides Precision per voice name. Default none.
+	Precisions map[string]string `yaml:"precisions"`
 }
 
 // SessionsConfig is the voices.sessions section: loaded voices (ONNX
@@ -263,7 +271,9 @@ func DefaultConfig() Config {
 			EmbeddedListen:  "127.0.0.1:1883",
 		},
 		Voices: VoicesConfig{
-			Dir: "/var/lib/mynah/voices",
+			Dir:        "/var/lib/mynah/voices",
+			Precision:  "auto",
+			Precisions: map[string]string{},
 			Sessions: SessionsConfig{
 				MaxCount:      cache.DefaultMaxSessions,
 				Preload:       []string{},
@@ -404,6 +414,28 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 		}
 		for i, item := range n.Content {
 			if err := checkKeys(item, t.Elem(), fmt.Sprintf("%s[%d]", where, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if t.Kind() == reflect.Map {
+		if n.Kind != yaml.MappingNode {
+			return fmt.Errorf("%s: expected a mapping, found %s (line %d): %w",
+				where, kindName(n.Kind), n.Line, errInvalidConfig)
+		}
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode {
+				return fmt.Errorf("%s: keys must be names (line %d): %w", where, k.Line, errInvalidConfig)
+			}
+			if line, dup := seen[k.Value]; dup {
+				return fmt.Errorf("%s: key repeated (lines %d and %d): %w",
+					joinPath(path, k.Value), line, k.Line, errInvalidConfig)
+			}
+			seen[k.Value] = k.Line
+			if err := checkKeys(v, t.Elem(), joinPath(path, k.Value)); err != nil {
 				return err
 			}
 		}

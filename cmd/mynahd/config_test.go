@@ -42,6 +42,11 @@ func TestValidate(t *testing.T) {
 		{"mqtt.broker", func(c *Config) { c.MQTT.Broker = "broker.local:1883" }},
 		{"mqtt.broker", func(c *Config) { c.MQTT.Broker = "tcp://host:1883\x00" }},
 		{"mqtt.username", func(c *Config) { c.MQTT.Username = "a\nb" }},
+		{"voices.precision", func(c *Config) { c.Voices.Precision = "int4" }},
+		{"voices.precisions.kitchen", func(c *Config) { c.Voices.Precisions = map[string]string{"kitchen": "half"} }},
+		{"voices.precisions", func(c *Config) { c.Voices.Precisions = map[string]string{"../x": "fp16"} }},
+		{"cache.max_speakers", func(c *Config) { c.Cache.MaxSpeakers = 0 }},
+		{"cache.speaker_precision", func(c *Config) { c.Cache.SpeakerPrecision = "fp8" }},
 		{"mqtt.password_file", func(c *Config) { c.MQTT.PasswordFile = "/etc/\x00pw" }},
 		{"mqtt.client_id", func(c *Config) { c.MQTT.ClientID = "has space" }},
 		{"mqtt.client_id", func(c *Config) { c.MQTT.ClientID = strings.Repeat("x", 129) }},
@@ -426,7 +431,7 @@ func yamlKeyPaths(n *yaml.Node, prefix string) []string {
 	var out []string
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		p := joinPath(prefix, n.Content[i].Value)
-		if v := n.Content[i+1]; v.Kind == yaml.MappingNode {
+		if v := n.Content[i+1]; v.Kind == yaml.MappingNode && len(v.Content) > 0 {
 			out = append(out, yamlKeyPaths(v, p)...)
 		} else {
 			out = append(out, p)

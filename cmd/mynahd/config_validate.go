@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/url"
@@ -79,6 +80,19 @@ func (c Config) Validate() error {
 	}
 
 	c.Voices.Sessions.validate(bad, c.Voices.Default)
+	checkPrecision := func(field, p string) {
+		if !slices.Contains([]string{"auto", "fp32", "fp16", "int8", "nbits"}, p) {
+			bad(field, "%q: want auto, fp32, fp16, int8 or nbits", p)
+		}
+	}
+	checkPrecision("voices.precision", c.Voices.Precision)
+	if len(c.Voices.Precisions) > MaxSessionVoices {
+		bad("voices.precisions", "%d voices, at most %d", len(c.Voices.Precisions), MaxSessionVoices)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Voices.Precisions)) {
+		checkVoiceName(bad, "voices.precisions", name)
+		checkPrecision("voices.precisions."+name, c.Voices.Precisions[name])
+	}
 
 	checkPath(bad, "onnx.library", c.ONNX.Library)
 	switch ort.Provider(c.ONNX.Provider) {

@@ -44,6 +44,12 @@ type voiceSet struct {
 	// loading, when set, is called as a load starts: tests hold a load
 	// there to make callers meet it.
 	loading func(name string)
+	// precision is voices.precision, precisions its per-voice overrides;
+	// provider is onnx.provider ("" for auto), which a variant's gate
+	// record must match for auto to take it.
+	precision  string
+	precisions map[string]string
+	provider   string
 }
 
 var _ daemon.Engine = (*voiceSet)(nil)
@@ -52,6 +58,9 @@ var _ daemon.Engine = (*voiceSet)(nil)
 // first installed); the names in sc.Preload and sc.Pinned must be
 // installed.
 func newVoiceSet(rt *ort.Runtime, dir, def string, sc SessionsConfig, opts *voice.PiperOptions, log *slog.Logger) (*voiceSet, error) {
+	if opts == nil {
+		opts = &voice.PiperOptions{}
+	}
 	vs := &voiceSet{rt: rt, dir: dir, def: def, opts: opts, log: log}
 	names := vs.Voices()
 	if len(names) == 0 {
@@ -144,7 +153,7 @@ func (vs *voiceSet) load(ctx context.Context, name string) (*loadedVoice, int64,
 	}
 	info := v.info
 	loadMS := float64(time.Since(start).Microseconds()) / 1000
-	vs.log.Info("voice loaded", "voice", name, "engine", p.kind, "load_ms", loadMS, "bytes", info.SizeBytes,
+	vs.log.Info("voice loaded", "voice", name, "engine", p.kind, "precision", v.precision, "load_ms", loadMS, "bytes", info.SizeBytes,
 		"provider", info.Provider, "rate", info.SampleRate, "speakers", len(info.Speakers))
 	return v, info.SizeBytes, nil
 }

@@ -39,6 +39,8 @@ type loadedVoice struct {
 	close   func() error
 	// pipeline is set for a cloning voice: enrollment and its KV caches.
 	pipeline *voice.Pipeline
+	// precision is the variant loaded (fp32 is the original files).
+	precision string
 }
 
 // plan is a request resolved against a voice.
@@ -75,27 +77,65 @@ func voiceKind(path string) (string, error) {
 	return "", fmt.Errorf("%s: engine %q in a voice.json is not supported; a Piper voice needs no manifest", path, m.Engine)
 }
 
-// loadKind loads the voice at path with the engine of its kind.
+// loadKind loads the voice at path with the engine of its kind, in the
+// precision voices.precision(s) asks for.
 func (vs *voiceSet) loadKind(name, kind, path string) (*loadedVoice, error) {
+	precision, err := vs.choosePrecision(name, kind, path)
+	if err != nil {
+		return nil, fmt.Errorf("voice %q: %w", name, err)
+	}
+	var v *loadedVoice
 	switch kind {
 	case kindPiper:
-		v, err := voice.LoadPiper(vs.rt, path, vs.opts)
+		opts := *vs.opts
+		opts.Precision = precision
+		p, err := voice.LoadPiper(vs.rt, path, &opts)
 		if err != nil {
 			return nil, err
 		}
-		return piperVoice(name, v), nil
+		v = piperVoice(name, p)
 	case kindStyle:
-		v, err := voice.LoadStyle(vs.rt, path, &voice.StyleOptions{
-			Session: vs.opts.Session, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger,
+		s, err := voice.LoadStyle(vs.rt, path, &voice.StyleOptions{
+			Session: vs.opts.Session, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger, Precision: precision,
 		})
 		if err != nil {
 			return nil, err
 		}
-		return styleVoice(name, v), nil
+		v = styleVoice(name, s)
 	case kindPipeline:
-		return vs.loadPipeline(name, path)
+		if v, err = vs.loadPipeline(name, path, precision); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("voice %q: unknown kind %q", name, kind)
 	}
-	return nil, fmt.Errorf("voice %q: unknown kind %q", name, kind)
+	v.precision = precision
+	return v, nil
+}
+
+// choosePrecision settles which variant of the voice to load: the
+// voice's entry in voices.precisions, else voices.precision; auto takes
+// the smallest variant whose gate passed (for onnx.provider).
+func (vs *voiceSet) choosePrecision(name, kind, path string) (string, error) {
+	want := vs.precision
+	if p, ok := vs.precisions[name]; ok {
+		want = p
+	}
+	var gates map[string]bundle.GateRecord
+	if kind == kindPiper {
+		model, err := voice.FindPiper(path)
+		if err != nil {
+			return "", err
+		}
+		gates = voice.PiperGates(model)
+	} else {
+		b, err := bundle.Load(path)
+		if err != nil {
+			return "", err
+		}
+		gates = b.Gates()
+	}
+	return bundle.ChoosePrecision(want, gates, vs.provider)
 }
 
 func piperVoice(name string, v *voice.Piper) *loadedVoice {
@@ -166,9 +206,9 @@ func engineErr(err error) error {
 }
 
 // loadPipeline loads a cloning voice (speaker encoder, decoder, vocoder).
-func (vs *voiceSet) loadPipeline(name, path string) (*loadedVoice, error) {
+func (vs *voiceSet) loadPipeline(name, path, precision string) (*loadedVoice, error) {
 	p, err := voice.LoadPipeline(vs.rt, path, &voice.PipelineOptions{
-		Session: vs.opts.Session, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger,
+		Session: vs.opts.Session, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger, Precision: precision,
 	})
 	if err != nil {
 		return nil, err

@@ -178,11 +178,19 @@ func openVoices(rt *ort.Runtime, cfg Config, notify *notifier, log *slog.Logger)
 			}
 		}
 	}
-	return newVoiceSet(rt, cfg.Voices.Dir, def, cfg.Voices.Sessions, &voice.PiperOptions{
+	vs, err := newVoiceSet(rt, cfg.Voices.Dir, def, cfg.Voices.Sessions, &voice.PiperOptions{
 		Session:         &ort.SessionOptions{Provider: ort.Provider(cfg.ONNX.Provider), IntraOpThreads: cfg.ONNX.Threads},
 		SentenceSilence: silence(cfg.Audio.SentenceSilence),
 		Logger:          log.With("component", "voice"),
 	}, log.With("component", "voices"))
+	if err != nil {
+		return nil, err
+	}
+	vs.precision, vs.precisions = cfg.Voices.Precision, cfg.Voices.Precisions
+	if cfg.ONNX.Provider != string(ort.ProviderAuto) {
+		vs.provider = cfg.ONNX.Provider
+	}
+	return vs, nil
 }
 
 // silence maps the config's "0 means none" onto PiperOptions' "negative
