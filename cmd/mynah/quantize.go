@@ -19,7 +19,14 @@ import (
 
 const quantizeUsage = `Usage:
   mynah quantize --mode MODE [flags] IN.onnx -o OUT.onnx
+  mynah quantize --mode MODE [flags] --voice DIR
   mynah quantize --mode inspect IN.onnx
+
+With --voice, the result becomes a precision variant of the voice in DIR,
+recorded where mynahd's voices.precision finds it: beside a Piper model as
+NAME.<precision>.onnx (with a copy of its config holding the gate's
+verdict), or in a cloning bundle's voice.json (its decoder only: the
+speaker encoder stays, so enrolled speakers keep working).
 
 Makes a model smaller, and refuses the result if it sounds worse or runs
 slower than allowed. MODE:
@@ -61,6 +68,7 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	emb := fs.Bool("embeddings-int8", false, "store Gather tables (embeddings) as int8 per row")
 	autoMatMul := fs.String("auto-matmul", "int8", "auto: int8 or nbits for MatMuls")
 	provider := fs.String("provider", "cpu", "execution provider the gate measures with (the device's)")
+	voiceDir := fs.String("voice", "", "make a variant of the voice in this directory instead of writing -o")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, quantizeUsage)
 		fs.PrintDefaults()
@@ -68,6 +76,29 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
+	}
+	if *voiceDir != "" {
+		if len(pos) > 0 || *out != "" {
+			return usageError("--voice takes no input model and no -o: the variant goes beside the voice")
+		}
+		md, err := quant.ParseMode(*mode)
+		if err != nil {
+			return usageError("--mode: %v", err)
+		}
+		am, err := quant.ParseMode(*autoMatMul)
+		if err != nil {
+			return usageError("--auto-matmul: %v", err)
+		}
+		prov, err := ort.ParseProvider(*provider)
+		if err != nil {
+			return usageError("--provider: %v", err)
+		}
+		qo := quant.Options{Mode: md, ReduceRange: *reduce, Bits: *bits, BlockSize: *block, AccuracyLevel: *accuracy,
+			IncludeConv: *conv, RestFP16: *rest, EmbeddingsInt8: *emb, AutoMatMul: am, Progress: progress(stderr)}
+		if err := quantizeVoice(*voiceDir, qo, *force, *speed || md == quant.ModeAuto, prov, stdout, stderr); err != nil {
+			return fmt.Errorf("quantize --voice %s: %w", *voiceDir, err)
+		}
+		return nil
 	}
 	if len(pos) != 1 {
 		return usageError("quantize needs one input model")

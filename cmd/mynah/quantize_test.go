@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mynah-tts/mynah/audio/voice"
+	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/quant/benchmodel"
 )
@@ -130,5 +132,61 @@ func TestQuantizeUsage(t *testing.T) {
 	os.WriteFile(trunc, data[:len(data)/2], 0o644)
 	if _, _, err := mynah(t, "quantize", "--mode", "int8", trunc, "-o", filepath.Join(dir, "o.onnx")); err == nil || exitCode(err) != 1 {
 		t.Errorf("a truncated model: %v", err)
+	}
+}
+
+// TestQuantizeVoiceVariants: --voice records a variant where mynahd finds
+// it: in a cloning bundle's voice.json (decoder only), or beside a Piper
+// model; a refused variant is not written, and --force records it as
+// failed so that auto never takes it.
+func TestQuantizeVoiceVariants(t *testing.T) {
+	kit := t.TempDir()
+	if err := demo.WriteCloning(kit, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, err := mynah(t, "quantize", "--voice", kit, "--mode", "int8", "--rest-fp16", "--embeddings-int8"); err != nil {
+		t.Fatalf("--voice int8: %v\n%s%s", err, out, stderr)
+	}
+	b, err := bundle.Load(kit)
+	if err != nil {
+		t.Fatalf("the bundle no longer loads: %v", err)
+	}
+	v, ok := b.Manifest.Variants["int8"]
+	if !ok || !v.Gate.Passed || v.Gate.Provider != "cpu" || v.Gate.SizeRatio > 1.0/3 || v.Files["decoder"].Path != "decoder.int8.onnx" {
+		t.Fatalf("recorded variant %+v", b.Manifest.Variants)
+	}
+	if p, _ := bundle.ChoosePrecision("auto", b.Gates(), "cpu"); p != "int8" {
+		t.Errorf("auto picks %s", p)
+	}
+	if _, _, err := mynah(t, "quantize", "--voice", kit, "--mode", "nbits", "--bits", "2"); err == nil {
+		t.Error("a 2-bit decoder was accepted")
+	}
+	if b, _ := bundle.Load(kit); len(b.Manifest.Variants) != 1 {
+		t.Errorf("a refused variant was recorded: %+v", b.Manifest.Variants)
+	}
+
+	piper := t.TempDir()
+	model, err := demo.Write(piper, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := mynah(t, "quantize", "--voice", piper, "--mode", "fp16-store"); err == nil || !strings.Contains(err.Error(), "snr") {
+		t.Fatalf("demo voice fp16 variant: %v, want a refusal on snr", err)
+	}
+	if _, err := os.Stat(voice.PiperVariantPath(model, "fp16")); !os.IsNotExist(err) {
+		t.Errorf("a refused Piper variant was written (%v)", err)
+	}
+	if _, _, err := mynah(t, "quantize", "--voice", piper, "--mode", "fp16-store", "--force"); err != nil {
+		t.Fatalf("--force: %v", err)
+	}
+	gates := voice.PiperGates(model)
+	if g, ok := gates["fp16"]; !ok || g.Passed {
+		t.Errorf("forced variant recorded as %+v, want failed", gates)
+	}
+	if p, _ := bundle.ChoosePrecision("auto", gates, ""); p != "fp32" {
+		t.Errorf("auto picks %s over a failed variant", p)
+	}
+	if found, err := voice.FindPiper(piper); err != nil || found != model {
+		t.Errorf("the variant made the voice directory ambiguous: %q %v", found, err)
 	}
 }

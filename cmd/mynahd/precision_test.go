@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/mynah-tts/mynah/audio/voice/bundle"
+	"github.com/mynah-tts/mynah/audio/voice/demo"
+	"github.com/mynah-tts/mynah/daemon"
+	"github.com/mynah-tts/mynah/quant"
+	"github.com/mynah-tts/mynah/quant/onnx"
+)
+
+// addDecoderVariant quantizes the kit's decoder to int8 and records it in
+// voice.json with the given verdict, as mynah quantize --voice does.
+func addDecoderVariant(t *testing.T, dir string, passed bool) {
+	t.Helper()
+	m, err := onnx.ReadFile(filepath.Join(dir, "decoder.onnx"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := quant.Quantize(m, &quant.Options{Mode: quant.ModeInt8, RestFP16: true, EmbeddingsInt8: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := onnx.Encode(res.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "decoder.int8.onnx"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	b.Manifest.Variants = map[string]bundle.Variant{"int8": {
+		Files: map[string]bundle.FileRef{"decoder": {Path: "decoder.int8.onnx", SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))}},
+		Gate:  bundle.GateRecord{Passed: passed, Provider: "cpu", SizeRatio: 0.31},
+	}}
+	out, err := b.Manifest.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, bundle.ManifestName), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVoicePrecision(t *testing.T) {
+	cfg := testConfig(t, "", "null")
+	clone := filepath.Join(cfg.Voices.Dir, demo.CloneName)
+	if err := os.MkdirAll(clone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.WriteCloning(clone, nil); err != nil {
+		t.Fatal(err)
+	}
+	addDecoderVariant(t, clone, true)
+	log := slog.New(slog.DiscardHandler)
+	rt := openTestRuntime(t)
+
+	for _, tc := range []struct {
+		precision  string
+		precisions map[string]string
+		want       string
+		fails      bool
+	}{
+		{"auto", nil, "int8", false},
+		{"auto", map[string]string{demo.CloneName: "fp32"}, "fp32", false},
+		{"fp32", nil, "fp32", false},
+		{"int8", nil, "int8", false},
+		{"nbits", nil, "", true}, // there is no nbits variant
+	} {
+		c := cfg
+		c.Voices.Precision, c.Voices.Precisions = tc.precision, tc.precisions
+		vs, err := openVoices(rt, c, newNotifier(log), log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, release, err := vs.sessions.Get(context.Background(), demo.CloneName)
+		switch {
+		case tc.fails && err == nil:
+			release()
+			t.Errorf("%s: loaded %s, want an error", tc.precision, v.precision)
+		case !tc.fails && err != nil:
+			t.Errorf("%s %v: %v", tc.precision, tc.precisions, err)
+		case !tc.fails:
+			if v.precision != tc.want {
+				t.Errorf("%s %v: loaded %s, want %s", tc.precision, tc.precisions, v.precision, tc.want)
+			}
+			// The variant speaks, and its phrases are its own.
+			err := vs.Speak(context.Background(), daemon.Speech{Voice: demo.CloneName, Text: "Hello."}, func(daemon.Chunk) error { return nil })
+			if err != nil {
+				t.Errorf("%s: speak: %v", tc.want, err)
+			}
+			release()
+		}
+		vs.Close()
+	}
+
+	// A variant recorded as failed is never taken by auto.
+	addDecoderVariant(t, clone, false)
+	vs, err := openVoices(rt, cfg, newNotifier(log), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vs.Close()
+	v, release, err := vs.sessions.Get(context.Background(), demo.CloneName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if v.precision != "fp32" {
+		t.Errorf("auto took a variant that failed its gate: %s", v.precision)
+	}
+}
