@@ -15,8 +15,8 @@ import (
 )
 
 // corpus returns every ONNX model the project has: the ONNX Runtime test
-// models, the demo voice as generated and as shipped in var/, and the
-// cloning kit's encoder, decoder and vocoder.
+// models, the demo voice, the cloning kit's encoder, decoder and vocoder,
+// and the style kit's model (all generated, so the test needs no state).
 func corpus(t testing.TB) map[string][]byte {
 	t.Helper()
 	models := map[string][]byte{}
@@ -24,7 +24,6 @@ func corpus(t testing.TB) map[string][]byte {
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no ort test models: %v", err)
 	}
-	paths = append(paths, filepath.Join("..", "var", "voices", "mynah-demo", "mynah-demo.onnx"))
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -44,6 +43,11 @@ func corpus(t testing.TB) map[string][]byte {
 	for _, f := range []string{demo.EncoderFile, demo.DecoderFile, demo.VocoderFile} {
 		models["cloning/"+f] = kit[f]
 	}
+	style, err := demo.BuildStyle(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	models["style/"+demo.StyleModelFile] = style[demo.StyleModelFile]
 	return models
 }
 
