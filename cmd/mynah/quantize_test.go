@@ -155,7 +155,7 @@ func TestQuantizeVoiceVariants(t *testing.T) {
 	if !ok || !v.Gate.Passed || v.Gate.Provider != "cpu" || v.Gate.SizeRatio > 1.0/3 || v.Files["decoder"].Path != "decoder.int8.onnx" {
 		t.Fatalf("recorded variant %+v", b.Manifest.Variants)
 	}
-	if p, _ := bundle.ChoosePrecision("auto", b.Gates(), "cpu"); p != "int8" {
+	if p, _ := bundle.ChoosePrecision("auto", b.Manifest.Gates(), "cpu"); p != "int8" {
 		t.Errorf("auto picks %s", p)
 	}
 	if _, _, err := mynah(t, "quantize", "--voice", kit, "--mode", "nbits", "--bits", "2"); err == nil {

@@ -129,11 +129,17 @@ func (vs *voiceSet) choosePrecision(name, kind, path string) (string, error) {
 		}
 		gates = voice.PiperGates(model)
 	} else {
-		b, err := bundle.Load(path)
+		// The manifest alone: the engine's own load verifies the files,
+		// and hashing a large model twice would double its load time.
+		data, err := os.ReadFile(filepath.Join(path, bundle.ManifestName))
 		if err != nil {
 			return "", err
 		}
-		gates = b.Gates()
+		m, err := bundle.Parse(data)
+		if err != nil {
+			return "", err
+		}
+		gates = m.Gates()
 	}
 	return bundle.ChoosePrecision(want, gates, vs.provider)
 }

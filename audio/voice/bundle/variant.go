@@ -69,10 +69,11 @@ func (m *Manifest) checkVariants() error {
 	return nil
 }
 
-// Gates returns the gate records of the bundle's variants, by precision.
-func (b *Bundle) Gates() map[string]GateRecord {
-	out := make(map[string]GateRecord, len(b.Manifest.Variants))
-	for p, v := range b.Manifest.Variants {
+// Gates returns the gate records of the manifest's variants, by
+// precision.
+func (m *Manifest) Gates() map[string]GateRecord {
+	out := make(map[string]GateRecord, len(m.Variants))
+	for p, v := range m.Variants {
 		out[p] = v.Gate
 	}
 	return out
@@ -120,7 +121,7 @@ func (b *Bundle) WithPrecision(precision string, force bool) (*Bundle, error) {
 	}
 	v, ok := b.Manifest.Variants[precision]
 	if !ok || !force {
-		if _, err := ChoosePrecision(precision, b.Gates(), ""); err != nil {
+		if _, err := ChoosePrecision(precision, b.Manifest.Gates(), ""); err != nil {
 			return nil, fmt.Errorf("%s: %w", b.Dir, err)
 		}
 	}
