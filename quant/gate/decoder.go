@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 
@@ -143,11 +144,13 @@ func defaultTokens(s *ort.Session, vocab int, prompts *[][]int64, steps *[]int64
 	if vocab < 2 {
 		return fmt.Errorf("%w: Vocab: set it, or Prompts and Steps (model metadata %q is missing or under 2)", ErrInvalidOptions, VocabMetadataKey)
 	}
-	rng := splitmix{0x67617465} // "gate"
+	// PCG's output is part of its definition: the same tokens on every
+	// machine and Go version.
+	rng := rand.NewPCG(0x67617465, 0) // "gate"
 	tokens := func(n int) []int64 {
 		t := make([]int64, n)
 		for i := range t {
-			t[i] = int64(rng.next() % uint64(vocab))
+			t[i] = int64(rng.Uint64() % uint64(vocab))
 		}
 		return t
 	}
@@ -278,15 +281,4 @@ func (io *decoderIO) run(s *ort.Session, prompts [][]int64, steps []int64) ([]re
 		}
 	}
 	return recs, nil
-}
-
-// splitmix is SplitMix64: fixed tokens on every machine and Go version.
-type splitmix struct{ s uint64 }
-
-func (r *splitmix) next() uint64 {
-	r.s += 0x9e3779b97f4a7c15
-	z := r.s
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
 }
