@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/cmplx"
 	"sync"
+
+	"github.com/mynah-tts/mynah/audio"
 )
 
 // Analysis parameters of CompareAudio.
@@ -217,7 +219,7 @@ func spectralMeasures(ref, test []float32, rate int) (corr, melDist float64) {
 				e += v * v
 				buf[i] = complex(v*an.window[i], 0)
 			}
-			fft(buf, an.twiddle)
+			an.fft.Transform(buf)
 			mag := make([]float64, size/2+1)
 			for i := range mag {
 				mag[i] = cmplx.Abs(buf[i])
@@ -304,7 +306,7 @@ func pearson(a, b []float64) float64 {
 // sentences at one rate.
 type analyzer struct {
 	window  []float64
-	twiddle []complex128
+	fft     *audio.FFT
 	filters []melFilter
 }
 
@@ -322,12 +324,13 @@ func analyzerFor(size, rate int) *analyzer {
 	if a, ok := analyzers.Load(key); ok {
 		return a.(*analyzer)
 	}
-	a := &analyzer{window: make([]float64, size), twiddle: make([]complex128, size/2)}
+	fft, err := audio.NewFFT(size)
+	if err != nil {
+		panic(err) // the frame sizes are constants, powers of two
+	}
+	a := &analyzer{window: make([]float64, size), fft: fft}
 	for i := range a.window {
 		a.window[i] = 0.5 - 0.5*math.Cos(2*math.Pi*float64(i)/float64(size)) // periodic Hann
-	}
-	for i := range a.twiddle {
-		a.twiddle[i] = cmplx.Exp(complex(0, -2*math.Pi*float64(i)/float64(size)))
 	}
 	a.filters = melFilters(size, rate)
 	actual, _ := analyzers.LoadOrStore(key, a)
@@ -395,30 +398,4 @@ func (a *analyzer) mel(mag []float64) []float64 {
 		out[b] = e
 	}
 	return out
-}
-
-// fft transforms x in place (radix-2, len(x) a power of two); twiddle[i]
-// is exp(−2πi·i/len(x)).
-func fft(x []complex128, twiddle []complex128) {
-	n := len(x)
-	for i, j := 1, 0; i < n; i++ {
-		bit := n >> 1
-		for ; j&bit != 0; bit >>= 1 {
-			j ^= bit
-		}
-		j ^= bit
-		if i < j {
-			x[i], x[j] = x[j], x[i]
-		}
-	}
-	for size := 2; size <= n; size <<= 1 {
-		half, step := size/2, n/size
-		for start := 0; start < n; start += size {
-			for k := range half {
-				t := twiddle[k*step] * x[start+k+half]
-				x[start+k+half] = x[start+k] - t
-				x[start+k] += t
-			}
-		}
-	}
 }

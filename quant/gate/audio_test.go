@@ -2,7 +2,6 @@ package gate
 
 import (
 	"math"
-	"math/cmplx"
 	"math/rand/v2"
 	"testing"
 )
@@ -155,28 +154,6 @@ func TestInt16ToFloat32(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("sample %d: %v, want %v", i, got[i], want[i])
-		}
-	}
-}
-
-func TestFFTMatchesDFT(t *testing.T) {
-	const n = 64
-	r := rand.New(rand.NewPCG(7, 7))
-	x := make([]complex128, n)
-	for i := range x {
-		x[i] = complex(r.NormFloat64(), 0)
-	}
-	want := make([]complex128, n)
-	for k := range want {
-		for i, v := range x {
-			want[k] += v * cmplx.Exp(complex(0, -2*math.Pi*float64(k*i)/n))
-		}
-	}
-	got := append([]complex128(nil), x...)
-	fft(got, analyzerFor(n, 8000).twiddle)
-	for k := range want {
-		if cmplx.Abs(got[k]-want[k]) > 1e-9 {
-			t.Fatalf("bin %d: %v, want %v", k, got[k], want[k])
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"math"
 	"math/cmplx"
 	"slices"
+
+	"github.com/mynah-tts/mynah/audio"
 )
 
 // Sample is a PCM sample type the package converts.
@@ -401,39 +403,15 @@ func nextPow2(n int) int {
 }
 
 // fft transforms x in place; len(x) must be a power of two.
-func fft(x []complex128) {
-	n := len(x)
-	for i, j := 1, 0; i < n; i++ {
-		bit := n >> 1
-		for ; j&bit != 0; bit >>= 1 {
-			j ^= bit
-		}
-		j ^= bit
-		if i < j {
-			x[i], x[j] = x[j], x[i]
-		}
-	}
-	for size := 2; size <= n; size <<= 1 {
-		step := cmplx.Exp(complex(0, -2*math.Pi/float64(size)))
-		for start := 0; start < n; start += size {
-			w := complex(1, 0)
-			for k := range size / 2 {
-				a, b := x[start+k], x[start+k+size/2]*w
-				x[start+k], x[start+k+size/2] = a+b, a-b
-				w *= step
-			}
-		}
-	}
-}
+func fft(x []complex128) { newFFT(len(x)).Transform(x) }
 
 // ifft is the inverse of fft, scaled by 1/n.
-func ifft(x []complex128) {
-	for i := range x {
-		x[i] = cmplx.Conj(x[i])
+func ifft(x []complex128) { newFFT(len(x)).Inverse(x) }
+
+func newFFT(n int) *audio.FFT {
+	f, err := audio.NewFFT(n)
+	if err != nil {
+		panic(err) // callers pad to a power of two
 	}
-	fft(x)
-	n := complex(float64(len(x)), 0)
-	for i := range x {
-		x[i] = cmplx.Conj(x[i]) / n
-	}
+	return f
 }
