@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -179,7 +180,10 @@ func TestNoCacheReachesTheEngine(t *testing.T) {
 	h.waitEvent("a", EventFinished)
 	h.send("say", `{"id":"b","text":"Public."}`)
 	h.waitEvent("b", EventFinished)
-	if calls := h.eng.calls; len(calls) != 2 || !calls[0].NoCache || calls[1].NoCache {
+	h.eng.mu.Lock()
+	calls := slices.Clone(h.eng.calls)
+	h.eng.mu.Unlock()
+	if len(calls) != 2 || !calls[0].NoCache || calls[1].NoCache {
 		t.Errorf("engine calls %+v: want NoCache on the first only", calls)
 	}
 }

@@ -409,12 +409,11 @@ func (p *Pipeline) Resolve(req PipelineRequest) (PipelineParams, error) {
 		LengthScale: p.inference.LengthScale,
 		NoiseW:      p.inference.NoiseW,
 	}
-	if req.Rate != 0 {
-		if math.IsNaN(req.Rate) || req.Rate < MinRate || req.Rate > MaxRate {
-			return prm, fmt.Errorf("%w: rate %v outside %v..%v", ErrBadParameter, req.Rate, MinRate, MaxRate)
-		}
-		prm.LengthScale = float32(float64(prm.LengthScale) / req.Rate)
+	rate, err := checkRate(req.Rate)
+	if err != nil {
+		return prm, err
 	}
+	prm.LengthScale = float32(float64(prm.LengthScale) / rate)
 	if req.Speaker == nil {
 		e, err := p.DefaultSpeaker()
 		if err != nil {

@@ -375,12 +375,11 @@ func (p *Piper) Resolve(req Request) (Params, error) {
 		}
 		*f.dst = v
 	}
-	if req.Rate != 0 {
-		if math.IsNaN(req.Rate) || req.Rate < MinRate || req.Rate > MaxRate {
-			return out, fmt.Errorf("%w: rate %v outside %v..%v", ErrBadParameter, req.Rate, MinRate, MaxRate)
-		}
-		out.LengthScale = float32(float64(out.LengthScale) / req.Rate)
+	rate, err := checkRate(req.Rate)
+	if err != nil {
+		return out, err
 	}
+	out.LengthScale = float32(float64(out.LengthScale) / rate)
 	if out.LengthScale <= 0 {
 		return out, fmt.Errorf("%w: length_scale must be above 0", ErrBadParameter)
 	}
@@ -397,11 +396,29 @@ func (p *Piper) speakerID(s string) (int64, error) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 && n < int64(max(p.cfg.NumSpeakers, 1)) {
 		return n, nil
 	}
-	names := slices.Clone(p.info.Speakers)
+	return 0, unknownSpeaker(s, p.info.Speakers)
+}
+
+// unknownSpeaker is ErrUnknownSpeaker naming what the voice has (the
+// first ten).
+func unknownSpeaker(name string, speakers []string) error {
+	names := slices.Clone(speakers)
 	if len(names) > 10 {
 		names = append(names[:10], "…")
 	}
-	return 0, fmt.Errorf("%w: %q (this voice has %d: %s)", ErrUnknownSpeaker, truncate(s, 64), len(p.info.Speakers), strings.Join(names, ", "))
+	return fmt.Errorf("%w: %q (this voice has %d: %s)", ErrUnknownSpeaker, truncate(name, 64), len(speakers), strings.Join(names, ", "))
+}
+
+// checkRate returns a request's speaking rate, 1 for 0, or
+// ErrBadParameter outside MinRate..MaxRate.
+func checkRate(rate float64) (float64, error) {
+	if rate == 0 {
+		return 1, nil
+	}
+	if math.IsNaN(rate) || rate < MinRate || rate > MaxRate {
+		return 0, fmt.Errorf("%w: rate %v outside %v..%v", ErrBadParameter, rate, MinRate, MaxRate)
+	}
+	return rate, nil
 }
 
 func truncate(s string, n int) string {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -209,18 +208,11 @@ func (s *Style) Resolve(req Request) (StyleParams, error) {
 		prm.Voice = s.info.Speakers[0]
 	}
 	if _, ok := s.bundle.Voice(prm.Voice); !ok {
-		names := slices.Clone(s.info.Speakers)
-		if len(names) > 10 {
-			names = append(names[:10], "…")
-		}
-		return prm, fmt.Errorf("%w: %q (this voice has %d: %s)", ErrUnknownSpeaker, truncate(req.Speaker, 64), len(s.info.Speakers), strings.Join(names, ", "))
+		return prm, unknownSpeaker(req.Speaker, s.info.Speakers)
 	}
-	speed := 1.0
-	if req.Rate != 0 {
-		if math.IsNaN(req.Rate) || req.Rate < MinRate || req.Rate > MaxRate {
-			return prm, fmt.Errorf("%w: rate %v outside %v..%v", ErrBadParameter, req.Rate, MinRate, MaxRate)
-		}
-		speed = req.Rate
+	speed, err := checkRate(req.Rate)
+	if err != nil {
+		return prm, err
 	}
 	if req.LengthScale != nil {
 		ls := float64(*req.LengthScale)

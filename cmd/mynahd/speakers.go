@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -30,10 +31,7 @@ func (b speakerBook) Enroll(ctx context.Context, e daemon.Enrollment) (daemon.Sp
 			return daemon.SpeakerInfo{}, nil, err
 		}
 	}
-	if !slices.Contains(b.vs.Voices(), name) {
-		return daemon.SpeakerInfo{}, nil, fmt.Errorf("%w %q", daemon.ErrUnknownVoice, name)
-	}
-	v, release, err := b.vs.sessions.Get(ctx, name)
+	v, release, err := b.vs.sessions.Get(ctx, name) // an unknown name is ErrUnknownVoice
 	if err != nil {
 		return daemon.SpeakerInfo{}, nil, err
 	}
@@ -87,7 +85,7 @@ func (vs *voiceSet) cloningVoice() (string, error) {
 	if p, ok := paths[vs.def]; ok && p.kind == kindPipeline {
 		return vs.def, nil
 	}
-	for _, name := range vs.Voices() {
+	for _, name := range slices.Sorted(maps.Keys(paths)) {
 		if paths[name].kind == kindPipeline {
 			return name, nil
 		}

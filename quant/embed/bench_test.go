@@ -10,59 +10,37 @@ import (
 // of a Kokoro style vector row (256), plus a large one.
 var benchDims = []int{192, 256, 1024}
 
-func BenchmarkEncodeFP16(b *testing.B) {
-	for _, dim := range benchDims {
-		b.Run(fmt.Sprint(dim), func(b *testing.B) {
+// BenchmarkCodecs encodes and decodes unit vectors with each precision.
+func BenchmarkCodecs(b *testing.B) {
+	codecs := []struct {
+		name   string
+		encode func([]float32) []byte
+		decode func([]byte) ([]float32, error)
+	}{
+		{"fp16", EncodeFP16, DecodeFP16},
+		{"int8", EncodeInt8, DecodeInt8},
+	}
+	for _, c := range codecs {
+		for _, dim := range benchDims {
 			v := unitVector(rand.New(rand.NewPCG(1, 1)), dim)
-			b.SetBytes(int64(4 * dim))
-			b.ReportAllocs()
-			for b.Loop() {
-				_ = EncodeFP16(v)
-			}
-		})
-	}
-}
-
-func BenchmarkDecodeFP16(b *testing.B) {
-	for _, dim := range benchDims {
-		b.Run(fmt.Sprint(dim), func(b *testing.B) {
-			enc := EncodeFP16(unitVector(rand.New(rand.NewPCG(1, 1)), dim))
-			b.SetBytes(int64(4 * dim))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := DecodeFP16(enc); err != nil {
-					b.Fatal(err)
+			b.Run(fmt.Sprintf("encode-%s/%d", c.name, dim), func(b *testing.B) {
+				b.SetBytes(int64(4 * dim))
+				b.ReportAllocs()
+				for b.Loop() {
+					_ = c.encode(v)
 				}
-			}
-		})
-	}
-}
-
-func BenchmarkEncodeInt8(b *testing.B) {
-	for _, dim := range benchDims {
-		b.Run(fmt.Sprint(dim), func(b *testing.B) {
-			v := unitVector(rand.New(rand.NewPCG(1, 1)), dim)
-			b.SetBytes(int64(4 * dim))
-			b.ReportAllocs()
-			for b.Loop() {
-				_ = EncodeInt8(v)
-			}
-		})
-	}
-}
-
-func BenchmarkDecodeInt8(b *testing.B) {
-	for _, dim := range benchDims {
-		b.Run(fmt.Sprint(dim), func(b *testing.B) {
-			enc := EncodeInt8(unitVector(rand.New(rand.NewPCG(1, 1)), dim))
-			b.SetBytes(int64(4 * dim))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := DecodeInt8(enc); err != nil {
-					b.Fatal(err)
+			})
+			enc := c.encode(v)
+			b.Run(fmt.Sprintf("decode-%s/%d", c.name, dim), func(b *testing.B) {
+				b.SetBytes(int64(4 * dim))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := c.decode(enc); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
