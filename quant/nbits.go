@@ -13,11 +13,7 @@ const msDomain = "com.microsoft"
 // blockwise4 quantizes a [k, n] row-major weight for MatMulNBits: for each
 // output column and each block of blockSize rows, a signed scale and
 // levels q in [lo, hi] (lo = -2^(bits-1), hi = 2^(bits-1)-1), stored as
-// q+8 in 4-bit nibbles. The scale maps the value of largest magnitude to
-// lo exactly (it is negative when that value is positive), which uses
-// all 2^bits levels: every value comes back within half a step, except
-// those beyond hi steps on the other side, clamped to hi (within one
-// step). ONNX Runtime's own block quantizer makes the same choice. The layout is ONNX Runtime's:
+// q+8 in 4-bit nibbles. The layout is ONNX Runtime's:
 //
 //	packed [n][blocks][blockSize/2]: element j of a block is in byte j/2,
 //	    the low nibble for even j
@@ -25,6 +21,9 @@ const msDomain = "com.microsoft"
 //
 // with no zero points, which MatMulNBits then takes to be 8. Rows past k
 // (the last block's padding) are stored as 8, i.e. zero.
+//
+// Each block's scale is chosen by blockScale to minimize the block's
+// squared error, not just to fit its largest value (see there).
 func blockwise4(w []float32, k, n, bits, blockSize int) (packed []byte, scales []float32) {
 	blocks := (k + blockSize - 1) / blockSize
 	blob := blockSize / 2
@@ -33,27 +32,21 @@ func blockwise4(w []float32, k, n, bits, blockSize int) (packed []byte, scales [
 		packed[i] = 0x88
 	}
 	scales = make([]float32, n*blocks)
-	lo := -float64(int(1) << (bits - 1))
+	lo := -(1 << (bits - 1))
 	hi := -lo - 1
+	x := make([]float32, blockSize)
 	for col := range n {
 		for b := range blocks {
 			r0, r1 := b*blockSize, min(k, (b+1)*blockSize)
-			var extreme float32
+			x = x[:r1-r0]
 			for r := r0; r < r1; r++ {
-				if x := w[r*n+col]; math.Abs(float64(x)) > math.Abs(float64(extreme)) {
-					extreme = x
-				}
+				x[r-r0] = w[r*n+col]
 			}
-			scale := float32(1)
-			if extreme != 0 {
-				scale = extreme / float32(lo)
-			}
+			scale := blockScale(x, lo, hi)
 			scales[col*blocks+b] = scale
 			base := (col*blocks + b) * blob
-			for r := r0; r < r1; r++ {
-				q := math.RoundToEven(float64(w[r*n+col] / scale))
-				nib := byte(int(max(lo, min(hi, q))) + 8)
-				j := r - r0
+			for j, v := range x {
+				nib := byte(level(v, scale, lo, hi) + 8)
 				if j%2 == 0 {
 					packed[base+j/2] = packed[base+j/2]&0xf0 | nib
 				} else {
@@ -63,6 +56,66 @@ func blockwise4(w []float32, k, n, bits, blockSize int) (packed []byte, scales [
 		}
 	}
 	return packed, scales
+}
+
+// level is v's level at scale: v/scale rounded to even, clamped to
+// [lo, hi].
+func level(v, scale float32, lo, hi int) int {
+	q := math.RoundToEven(float64(v / scale))
+	return int(max(float64(lo), min(float64(hi), q)))
+}
+
+// scaleTrials is how many candidate scales blockScale tries per block.
+const scaleTrials = 16
+
+// blockScale returns the scale for one block of weights x (not all zero)
+// that makes Σ (x − scale·q)² smallest, q being each value's level at
+// that scale. Fitting the largest magnitude exactly (scale = extreme/lo,
+// ONNX Runtime's choice, which uses all 2^bits levels) is the first
+// candidate; the others shrink it step by step to 0.7 of that, each
+// refitted by least squares (scale = Σ q·x / Σ q² for its levels), so a
+// block trades clipping its single largest value for finer steps
+// everywhere else when that costs less. On Gaussian weights in blocks of
+// 32 this lowers the 4-bit squared error by about a tenth
+// (TestBlockScaleLowersError); the result is still a plain scale per
+// block, which MatMulNBits reads as before.
+func blockScale(x []float32, lo, hi int) float32 {
+	var extreme float32
+	for _, v := range x {
+		if math.Abs(float64(v)) > math.Abs(float64(extreme)) {
+			extreme = v
+		}
+	}
+	if extreme == 0 {
+		return 1
+	}
+	sqErr := func(scale float32) float64 {
+		var e float64
+		for _, v := range x {
+			d := float64(v) - float64(scale)*float64(level(v, scale, lo, hi))
+			e += d * d
+		}
+		return e
+	}
+	first := extreme / float32(lo)
+	best, bestErr := first, sqErr(first)
+	for i := range scaleTrials {
+		trial := first * float32(1-0.3*float64(i)/float64(scaleTrials-1))
+		var qx, qq float64
+		for _, v := range x {
+			q := float64(level(v, trial, lo, hi))
+			qx += q * float64(v)
+			qq += q * q
+		}
+		if qq == 0 || qx == 0 {
+			continue
+		}
+		fit := float32(qx / qq)
+		if e := sqErr(fit); e < bestErr {
+			best, bestErr = fit, e
+		}
+	}
+	return best
 }
 
 // unblockwise4 is blockwise4's inverse: the dequantized [k, n] weight the

@@ -106,6 +106,15 @@ const (
 	// shapes or scales by the operators that consume them.
 	MinElements = 64
 
+	// NBitsMinDim is the smallest K and N of a MatMul weight that
+	// ModeNBits (and auto with AutoMatMul nbits) stores in 4 bits; a
+	// narrower one — an input projection of a few features, an output head
+	// of a few values — is quantized to int8 instead. Four bits would save
+	// a few hundred bytes there, and a head's error reaches the model's
+	// output undamped (4-bit tools keep output heads at 8 bits or more
+	// for the same reason).
+	NBitsMinDim = 32
+
 	// AutoMinK is the smallest inner dimension K of a MatMul weight that
 	// ModeAuto quantizes to integers. Below it (small projections such as
 	// a 3-wide prosody input) the quantization of the activation costs

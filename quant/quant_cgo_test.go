@@ -97,7 +97,7 @@ var modes = []struct {
 func TestMatMulInORT(t *testing.T) {
 	rt := openORT(t)
 	rng := rand.New(rand.NewPCG(1, 2))
-	const rows, k, n = 5, 80, 24 // K = 2.5 blocks of 32: the last block is padded
+	const rows, k, n = 5, 80, 40 // K = 2.5 blocks of 32: the last block is padded
 	w := randn(rng, k*n, 0.2)
 	x := randn(rng, rows*k, 1)
 	m := matMulModel(t, w, k, n)
@@ -127,7 +127,7 @@ func TestMatMulInORT(t *testing.T) {
 func TestNibbleOrderMatters(t *testing.T) {
 	rt := openORT(t)
 	rng := rand.New(rand.NewPCG(3, 4))
-	const rows, k, n = 3, 64, 8
+	const rows, k, n = 3, 64, 32
 	w, x := randn(rng, k*n, 0.2), randn(rng, rows*k, 1)
 	q := quantize(t, matMulModel(t, w, k, n), &Options{Mode: ModeNBits, AccuracyLevel: 1})
 	got := run(t, rt, q, ort.Tensor{Name: "x", Shape: []int64{rows, k}, Float32: x})
@@ -279,7 +279,7 @@ func TestSharedInORT(t *testing.T) {
 func TestIfSubgraphInORT(t *testing.T) {
 	rt := openORT(t)
 	rng := rand.New(rand.NewPCG(11, 12))
-	const rows, k, n = 3, 32, 16
+	const rows, k, n = 3, 32, 32
 	w, x := randn(rng, k*n, 0.2), randn(rng, rows*k, 1)
 	m := ifModel(t, w, k, n)
 	for _, md := range []Options{{Mode: ModeFP16Store}, {Mode: ModeInt8}, {Mode: ModeNBits, AccuracyLevel: 1}} {

@@ -277,15 +277,18 @@ func (rw *rewriter) decide(s *scope, n *onnxpb.NodeProto) (action, int, string) 
 		if n.GetOpType() == "Gemm" && attrInt(n, "transA", 0) != 0 {
 			return keepNode, 1, "Gemm with transA"
 		}
-		k := w.GetDims()[0]
+		k, cols := w.GetDims()[0], w.GetDims()[1]
 		if n.GetOpType() == "Gemm" && attrInt(n, "transB", 0) != 0 {
-			k = w.GetDims()[1]
+			k, cols = cols, k
 		}
 		if mode == ModeAuto {
 			if k < AutoMinK {
 				return keepNode, 1, fmt.Sprintf("K=%d below AutoMinK (%d): stored as fp16 instead", k, AutoMinK)
 			}
 			mode = rw.o.AutoMatMul
+		}
+		if mode == ModeNBits && (k < NBitsMinDim || cols < NBitsMinDim) {
+			mode = ModeInt8 // a narrow projection or an output head
 		}
 		if mode == ModeInt8 && rw.defaultOpset() < 11 {
 			return keepNode, 1, "int8 needs opset 11 or later"

@@ -263,7 +263,7 @@ func TestPipelineLoadErrors(t *testing.T) {
 			return editedKit(t, func(m map[string]any) { role(m, "encoder")["inputs"].(map[string]any)["audio"] = "wav" })
 		}, bundle.ErrModelMismatch, `encoder (encoder.onnx)`},
 		{"decoder kv heads", func(t *testing.T) string {
-			return editedKit(t, func(m map[string]any) { role(m, "decoder")["kv"].(map[string]any)["heads"] = 4 })
+			return editedKit(t, func(m map[string]any) { role(m, "decoder")["kv"].(map[string]any)["heads"] = 2 })
 		}, bundle.ErrModelMismatch, `decoder (decoder.onnx)`},
 		{"vocoder file swapped", func(t *testing.T) string {
 			return editedKit(t, func(m map[string]any) {

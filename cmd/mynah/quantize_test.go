@@ -22,31 +22,36 @@ func fileSize(t *testing.T, path string) int64 {
 	return fi.Size()
 }
 
-// TestQuantizeDecoder: the cloning kit's decoder under int8 passes the
-// gate and shrinks more than 3× with the rest in fp16 and the embedding
-// table in int8; 2-bit weights are refused with a report and not written.
+// TestQuantizeDecoder: the cloning kit's decoder under int8 and under
+// nbits passes the gate and shrinks more than 3×; 2-bit weights are
+// refused with a report and not written.
 func TestQuantizeDecoder(t *testing.T) {
 	dir := t.TempDir()
 	if err := demo.WriteCloning(dir, nil); err != nil {
 		t.Fatal(err)
 	}
-	in, out := filepath.Join(dir, "decoder.onnx"), filepath.Join(dir, "decoder.int8.onnx")
-	stdout, stderr, err := mynah(t, "quantize", "--mode", "int8", "--rest-fp16", "--embeddings-int8", in, "-o", out)
-	if err != nil || !strings.Contains(stdout, "gate [int8]: PASS") {
-		t.Fatalf("int8: %v\n%s%s", err, stdout, stderr)
-	}
-	if ratio := float64(fileSize(t, out)) / float64(fileSize(t, in)); ratio > 1.0/3 {
-		t.Errorf("int8 decoder is %.2f× the original, want at most 1/3", ratio)
-	}
-	if stdout, _, _ := mynah(t, "quantize", "--mode", "inspect", out); !strings.Contains(stdout, "quantized") || strings.Contains(stdout, "not quantized") {
-		t.Errorf("inspect of the result does not say it is quantized:\n%s", stdout)
-	}
-	if _, _, err := mynah(t, "quantize", "--mode", "int8", out, "-o", filepath.Join(dir, "twice.onnx")); err == nil || !strings.Contains(err.Error(), "already quantized") {
-		t.Errorf("quantizing twice: %v", err)
+	in := filepath.Join(dir, "decoder.onnx")
+	for _, mode := range []string{"int8", "nbits"} {
+		out := filepath.Join(dir, "decoder."+mode+".onnx")
+		stdout, stderr, err := mynah(t, "quantize", "--mode", mode, in, "-o", out)
+		if err != nil || !strings.Contains(stdout, "gate ["+mode+"]: PASS") {
+			t.Fatalf("%s: %v\n%s%s", mode, err, stdout, stderr)
+		}
+		ratio := float64(fileSize(t, out)) / float64(fileSize(t, in))
+		t.Logf("%s decoder: %.3f× the original", mode, ratio)
+		if ratio > 1.0/3 {
+			t.Errorf("%s decoder is %.2f× the original, want at most 1/3", mode, ratio)
+		}
+		if stdout, _, _ := mynah(t, "quantize", "--mode", "inspect", out); !strings.Contains(stdout, "quantized") || strings.Contains(stdout, "not quantized") {
+			t.Errorf("inspect of the %s result does not say it is quantized:\n%s", mode, stdout)
+		}
+		if _, _, err := mynah(t, "quantize", "--mode", "int8", out, "-o", filepath.Join(dir, "twice.onnx")); err == nil || !strings.Contains(err.Error(), "already quantized") {
+			t.Errorf("quantizing %s twice: %v", mode, err)
+		}
 	}
 
 	bad := filepath.Join(dir, "decoder.2bit.onnx")
-	stdout, _, err = mynah(t, "quantize", "--mode", "nbits", "--bits", "2", in, "-o", bad)
+	stdout, _, err := mynah(t, "quantize", "--mode", "nbits", "--bits", "2", in, "-o", bad)
 	if err == nil || !strings.Contains(err.Error(), "not written") || !strings.Contains(stdout, "FAIL") {
 		t.Fatalf("2-bit decoder: %v\n%s", err, stdout)
 	}

@@ -60,9 +60,9 @@ const (
 
 // Defaults and limits of CloningOptions.
 const (
-	DefaultLayers       = 2
-	DefaultHeads        = 2
-	DefaultHeadDim      = 32
+	DefaultLayers       = 4
+	DefaultHeads        = 4
+	DefaultHeadDim      = 64
 	DefaultPromptTokens = 64
 	DefaultCodes        = 64
 	DefaultMaxContext   = 512

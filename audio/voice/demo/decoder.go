@@ -13,7 +13,22 @@ import (
 // norm and a tanh head of ProsodyDim. Its weights are fixed pseudo-random
 // numbers: it models nothing, but it computes exactly what a trained model
 // of its shape computes, so the engine's prefill, KV reuse and session
-// continuation are tested against real attention.
+// continuation are tested against real attention, and quantization
+// against real weight matrices.
+//
+// The weights follow GPT-2's initialization scales rather than one rule
+// for all: token embeddings at unit spread, like the positional encodings
+// they are added to; projections with variance 1/fan_in; and the two
+// projections that write into the residual stream (attention output,
+// feed-forward down) scaled by a further 1/√(2·layers), so the stream
+// grows with depth as in a trained GPT instead of each block replacing
+// it. That balance decides how errors in one layer's weights carry into
+// the next, so it matters for what a quantization gate sees.
+//
+// At the defaults (4 layers, width 256, feed-forward 512) the decoder has
+// 2.2 M weights, 8.7 MB as float32: a fraction of a real cloning model's
+// decoder, but wide enough that a step's time is spent in its matrix
+// products, as in a real one, rather than in per-operator overhead.
 //
 // Each layer i reads past_key_values.{i}.key|value [1, heads, P, head_dim]
 // and writes present.{i}.key|value [1, heads, P+S, head_dim] (the past
@@ -44,8 +59,13 @@ func buildDecoder(o CloningOptions) (*onnx.Model, error) {
 	rng := splitmix{o.Seed}
 	// Weights with variance 1/fan_in keep each layer's output on the scale
 	// of its input; the residual stream is normalized before every use.
+	// residual draws the projections into the stream (see above).
 	weight := func(name string, in, out int64) string {
 		return g.Float32s(name, []int64{in, out}, rng.normals(int(in*out), 1/math.Sqrt(float64(in))))
+	}
+	resid := 1 / math.Sqrt(float64(2*o.Layers))
+	residual := func(name string, in, out int64) string {
+		return g.Float32s(name, []int64{in, out}, rng.normals(int(in*out), resid/math.Sqrt(float64(in))))
 	}
 	ones := func(name string, n int64) string {
 		v := make([]float32, n)
@@ -74,7 +94,7 @@ func buildDecoder(o CloningOptions) (*onnx.Model, error) {
 	// An id outside the vocabulary reads the nearest row instead of
 	// failing the run; prosody from outside is sanitized into [-1, 1].
 	tok := b.max(b.min(ids, b.i(vocab-1)), b.i(0))
-	x := b.gather(weight("token_embedding", vocab, d), tok) // [1, S, d]
+	x := b.gather(g.Float32s("token_embedding", []int64{vocab, d}, rng.normals(int(vocab*d), 1)), tok) // [1, S, d]
 	x = b.add(x, b.op("MatMul", b.sane(prev, 0, -1, 1), weight("prosody_embedding", ProsodyDim, d)))
 
 	// Positions P..P+S-1, P from the first layer's past.
@@ -114,12 +134,12 @@ func buildDecoder(o CloningOptions) (*onnx.Model, error) {
 		att := g.Op("Softmax", []string{scores}, onnx.AttrInt("axis", -1))
 		ctx := g.Op("Transpose", []string{b.op("MatMul", att, vAll)}, onnx.AttrInts("perm", 0, 2, 1, 3))
 		ctx = b.op("Reshape", ctx, g.Ints(1, -1, d))
-		x = b.add(x, b.op("MatMul", ctx, weight(p+".o", d, d)))
+		x = b.add(x, b.op("MatMul", ctx, residual(p+".o", d, d)))
 
 		h = norm(x, p+".ffn_norm")
 		u := b.op("MatMul", h, weight(p+".up", d, ff))
 		u = b.mul(u, b.op("Sigmoid", b.mul(u, b.f(1.702)))) // GELU, sigmoid approximation
-		x = b.add(x, b.op("MatMul", u, weight(p+".down", ff, d)))
+		x = b.add(x, b.op("MatMul", u, residual(p+".down", ff, d)))
 	}
 	x = norm(x, "final_norm")
 	// The head's scale puts the pre-tanh values near unit spread, so the
