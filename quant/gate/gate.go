@@ -119,10 +119,12 @@ type Thresholds struct {
 //
 //   - fp16 weights: a HiFi-GAN-style vocoder (quant/benchmodel) keeps SNR
 //     39.5 dB, spectral correlation 0.99994, log-mel distance 0.04 dB; the
-//     demo voice keeps 0.9993 and 0.07 dB but its SNR falls to −0.8 dB,
-//     because it integrates pitch into phase and fp16 tables shift it by
-//     a hair (TestCheckVoiceDemoFP16Spectra): the SNR check, as specified,
-//     refuses that voice under fp16.
+//     demo voice 74.8 dB, 1.0 and 0.001 dB (its pitch columns are stored
+//     exactly, see audio/voice/demo). The same voice with its parameter
+//     table 1/2048 off keeps spectral correlation 0.993 and log-mel
+//     distance 0.33 dB, but its SNR falls to −3.8 dB: it integrates f0
+//     into phase, so the waveform drifts while the sound stays
+//     (TestCheckVoicePhaseDrift). The SNR check is the one that notices.
 //   - white noise added to the demo voice: 40 dB under it costs 0.3–0.5 dB
 //     of log-mel distance, 30 dB costs 3.2–4.4 dB, 20 dB about 8 dB (the
 //     noise fills pauses and spectral valleys; TestLogMelBoundCalibration). The int8/nbits bound of 1.5 dB lets

@@ -3,6 +3,8 @@ package demo
 import (
 	"math"
 	"math/rand/v2"
+
+	"github.com/mynah-tts/mynah/quant/embed"
 )
 
 // Columns of the per-symbol parameter table the model gathers by phoneme id.
@@ -41,19 +43,29 @@ const numCols = cTarget + 3*targetCols
 
 // paramTable returns the [len(rows()), numCols] table: row i for id i,
 // then the pinyin readings.
+//
+// The columns that decide timing and pitch (duration, closure, pitch,
+// stress) hold values float16 represents exactly (exact reports what
+// they are rounded to), so that a copy of the model with its weights
+// stored as fp16 (mynah quantize --mode fp16-store) keeps the pitch track
+// to the bit. The synthesizer integrates f0 into the phase of every
+// harmonic: an f0 off by float16's 1/2048 drifts a 2 kHz harmonic a
+// full cycle within a second, which leaves the sound unchanged but the
+// waveform unrelated (SNR below 0 dB). The other columns (formants,
+// gains, bandwidths, noise) round as any weight does.
 func paramTable() []float32 {
 	all := rows()
 	t := make([]float32, 0, len(all)*numCols)
 	for _, s := range all {
 		row := make([]float32, numCols)
-		row[cDur] = float32(s.dur)
-		row[cClosure] = float32(s.closure)
+		row[cDur] = exact(s.dur)
+		row[cClosure] = exact(s.closure)
 		row[cVoicebar] = float32(s.voicebar)
 		row[cPitch] = 1
 		if s.pitch != 0 {
-			row[cPitch] = float32(s.pitch)
+			row[cPitch] = exact(s.pitch)
 		}
-		row[cStress] = float32(s.stress)
+		row[cStress] = exact(s.stress)
 		if s.inherit {
 			row[cInherit] = 1
 		}
@@ -80,6 +92,10 @@ func paramTable() []float32 {
 	}
 	return t
 }
+
+// exact returns the float16 value nearest x, as a float32: stored as
+// fp16, it comes back unchanged.
+func exact(x float64) float32 { return embed.HalfToFloat32(embed.Float32ToHalf(float32(x))) }
 
 // noiseLevel puts the unit-RMS noise bands on the scale of the formant
 // gains, so that a fricative sits some 10 dB under an open vowel.
@@ -208,8 +224,9 @@ func kernel(taps []float64) []float32 {
 
 var (
 	// f0 glides between phonemes but must still follow a falling tone
-	// within one syllable.
-	kernelPitch = kernel([]float64{1, 3, 5, 6, 5, 3, 1})
+	// within one syllable. The taps sum to a power of two, so they are
+	// exact in float16 (see paramTable).
+	kernelPitch = kernel([]float64{1, 4, 7, 8, 7, 4, 1})
 	// Formants glide over ~60 ms, like articulators do.
 	kernelFormant = kernel([]float64{1, 2, 3, 4, 3, 2, 1})
 	// Amplitudes are not smoothed: the linear interpolation to the sample
