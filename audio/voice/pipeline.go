@@ -57,6 +57,10 @@ type PipelineOptions struct {
 	// Precision picks a variant of the bundle (fp16, int8, nbits; "" or
 	// fp32: the original files); see bundle.WithPrecision.
 	Precision string
+	// ForcePrecision loads the Precision variant even when its gate
+	// record says it failed (or has not finished): for the check that
+	// decides that record (mynah quantize --voice), never for serving.
+	ForcePrecision bool
 	// SentenceSilence, Split and MaxSentenceAudio mean what PiperOptions'
 	// fields of the same name mean. A nil Split (or one without
 	// MaxSentenceChars) gets sentences of at most a third of the
@@ -193,7 +197,7 @@ type pipelineNames struct {
 // Errors name the role whose model failed.
 func LoadPipeline(rt *ort.Runtime, dir string, opts *PipelineOptions) (*Pipeline, error) {
 	o := opts.withDefaults()
-	b, err := loadBundle(dir, o.Precision)
+	b, err := loadBundle(dir, o.Precision, o.ForcePrecision)
 	if err != nil {
 		return nil, fmt.Errorf("load pipeline voice: %w", err)
 	}

@@ -126,11 +126,12 @@ func speakSentences(ctx context.Context, sentences []string, silence time.Durati
 	return nil
 }
 
-// loadBundle loads and verifies the bundle in dir as its precision variant.
-func loadBundle(dir, precision string) (*bundle.Bundle, error) {
+// loadBundle loads and verifies the bundle in dir as its precision variant
+// (see bundle.WithPrecision for force).
+func loadBundle(dir, precision string, force bool) (*bundle.Bundle, error) {
 	b, err := bundle.Load(dir)
 	if err != nil {
 		return nil, err
 	}
-	return b.WithPrecision(precision, false)
+	return b.WithPrecision(precision, force)
 }

@@ -83,7 +83,7 @@ type StyleParams struct {
 // request first uses them.
 func LoadStyle(rt *ort.Runtime, dir string, opts *StyleOptions) (*Style, error) {
 	o := opts.withDefaults()
-	b, err := loadBundle(dir, o.Precision)
+	b, err := loadBundle(dir, o.Precision, false)
 	if err != nil {
 		return nil, fmt.Errorf("load style voice: %w", err)
 	}

@@ -43,7 +43,10 @@ slower than allowed. MODE:
 The quality gate runs the original and the result in ONNX Runtime on the same
 inputs and compares them: a Piper voice (IN.onnx with IN.onnx.json beside
 it) on fixed sentences with noise off (SNR, spectral correlation, log-mel
-distance), a KV-cache decoder on fixed prompts (tensor errors, cosine). A
+distance), a KV-cache decoder on fixed prompts (tensor errors, cosine). With
+--voice on a cloning bundle, the decoder's check is followed by one of the
+audio the whole bundle speaks (encoder → decoder → vocoder, four fixed
+sentences, default speaker, noise off), original against variant. A
 failing result is not written unless --force; the report says which check
 failed by how much.
 
@@ -159,6 +162,9 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("quantize: %w", err)
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d bytes, %.2f× the original\n", *out, len(cand), float64(len(cand))/float64(len(data)))
+	if verdict != nil && guessKind(m) == "decoder" {
+		fmt.Fprintln(stdout, "note: this judged the decoder's own outputs; quantize --voice DIR on its bundle also judges the audio through encoder → decoder → vocoder")
+	}
 	return nil
 }
 

@@ -162,14 +162,20 @@ func TestQuantizeUsage(t *testing.T) {
 // TestQuantizeVoiceVariants: --voice records a variant where mynahd finds
 // it: in a cloning bundle's voice.json (decoder only), or beside a Piper
 // model; a refused variant is not written, and --force records it as
-// failed so that auto never takes it.
+// failed so that auto never takes it. A cloning bundle's variant must
+// also pass the audio check through the whole pipeline: int8 does, nbits
+// passes the decoder's check but not that one.
 func TestQuantizeVoiceVariants(t *testing.T) {
 	kit := t.TempDir()
 	if err := demo.WriteCloning(kit, nil); err != nil {
 		t.Fatal(err)
 	}
-	if out, stderr, err := mynah(t, "quantize", "--voice", kit, "--mode", "int8", "--rest-fp16", "--embeddings-int8"); err != nil {
+	out, stderr, err := mynah(t, "quantize", "--voice", kit, "--mode", "int8", "--rest-fp16", "--embeddings-int8")
+	if err != nil {
 		t.Fatalf("--voice int8: %v\n%s%s", err, out, stderr)
+	}
+	if !strings.Contains(out, "encoder → decoder → vocoder") || strings.Count(out, "gate [int8]: PASS") != 2 {
+		t.Errorf("--voice int8 did not report both checks passing:\n%s", out)
 	}
 	b, err := bundle.Load(kit)
 	if err != nil {
@@ -185,8 +191,28 @@ func TestQuantizeVoiceVariants(t *testing.T) {
 	if _, _, err := mynah(t, "quantize", "--voice", kit, "--mode", "nbits", "--bits", "2"); err == nil {
 		t.Error("a 2-bit decoder was accepted")
 	}
+	out, _, err = mynah(t, "quantize", "--voice", kit, "--mode", "nbits")
+	if err == nil || !strings.Contains(err.Error(), "of audio") || !strings.Contains(out, "gate [nbits]: PASS") {
+		t.Fatalf("nbits: %v, want the decoder check passed and the audio check failed\n%s", err, out)
+	}
 	if b, _ := bundle.Load(kit); len(b.Manifest.Variants) != 1 {
 		t.Errorf("a refused variant was recorded: %+v", b.Manifest.Variants)
+	}
+	if _, err := os.Stat(filepath.Join(kit, "decoder.nbits.onnx")); !os.IsNotExist(err) {
+		t.Errorf("a refused variant's file was left (%v)", err)
+	}
+	if _, _, err := mynah(t, "quantize", "--voice", kit, "--mode", "nbits", "--force"); err != nil {
+		t.Fatalf("nbits --force: %v", err)
+	}
+	b, err = bundle.Load(kit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := b.Manifest.Variants["nbits"].Gate; g.Passed || !strings.HasPrefix(g.Summary, "audio through the pipeline") {
+		t.Errorf("forced nbits recorded as %+v", g)
+	}
+	if p, _ := bundle.ChoosePrecision("auto", b.Manifest.Gates(), "cpu"); p != "int8" {
+		t.Errorf("auto picks %s over int8", p)
 	}
 
 	piper := t.TempDir()

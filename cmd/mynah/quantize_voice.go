@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -80,7 +81,7 @@ func quantizeVoice(dir string, qo quant.Options, force bool, checkSpeed bool, pr
 	if err := writeFileAtomic(path+".json", append(variantCfg, '\n')); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "variant %s: %s (%.2f× the original)%s\n", precision, path, float64(len(cand))/float64(len(data)), passNote(v))
+	fmt.Fprintf(stdout, "variant %s: %s (%.2f× the original)%s\n", precision, path, float64(len(cand))/float64(len(data)), passNote(v.Pass))
 	return nil
 }
 
@@ -123,6 +124,29 @@ func quantizeBundle(dir string, qo quant.Options, force bool, checkSpeed bool, p
 	if !v.Pass && !force {
 		return fmt.Errorf("no variant written: %w (--force records it as failed)", v.Err())
 	}
+	// voice.json and the variant's file cannot change together, so each
+	// step leaves a bundle that loads: an earlier variant of the same
+	// precision is unrecorded before its file is replaced, and the new
+	// one is recorded as not passed until every check is done, so a crash
+	// meanwhile leaves nothing voices.precision auto would take.
+	manifestPath := filepath.Join(b.Dir, bundle.ManifestName)
+	writeManifest := func() error {
+		out, err := man.Marshal()
+		if err != nil {
+			return err
+		}
+		return writeFileAtomic(manifestPath, out)
+	}
+	if man.Variants == nil {
+		man.Variants = map[string]bundle.Variant{}
+	}
+	_, replacing := man.Variants[precision]
+	if replacing {
+		delete(man.Variants, precision)
+		if err := writeManifest(); err != nil {
+			return err
+		}
+	}
 	rel := filepath.ToSlash(filepath.Join(filepath.Dir(f.Rel), trimExt(filepath.Base(f.Rel))+"."+precision+".onnx"))
 	path := filepath.Join(b.Dir, filepath.FromSlash(rel))
 	if err := onnx.WriteFile(path, res.Model); err != nil {
@@ -132,23 +156,110 @@ func quantizeBundle(dir string, qo quant.Options, force bool, checkSpeed bool, p
 	if err != nil {
 		return err
 	}
-	if man.Variants == nil {
-		man.Variants = map[string]bundle.Variant{}
+	record := func(g bundle.GateRecord) error {
+		man.Variants[precision] = bundle.Variant{
+			Files: map[string]bundle.FileRef{d.File: {Path: rel, SHA256: sha256Hex(written), Size: int64(len(written))}},
+			Gate:  g,
+		}
+		return writeManifest()
 	}
-	man.Variants[precision] = bundle.Variant{
-		Files: map[string]bundle.FileRef{d.File: {Path: rel, SHA256: sha256Hex(written), Size: int64(len(written))}},
-		Gate:  gateRecord(v, prov, len(cand), len(data)),
+	undo := func(cause error) error {
+		delete(man.Variants, precision)
+		if err := writeManifest(); err == nil {
+			os.Remove(path)
+		}
+		if replacing {
+			return fmt.Errorf("%w (the earlier %s variant was removed)", cause, precision)
+		}
+		return cause
 	}
-	out, err := man.Marshal()
-	if err != nil {
-		return err
+
+	g := gateRecord(v, prov, len(cand), len(data))
+	if v.Pass {
+		// The decoder's outputs are within limits; what a listener hears
+		// also goes through the vocoder, so the whole pipeline is run both
+		// ways and the audio judged too.
+		pending := g
+		pending.Passed, pending.Summary = false, "pending: the audio check through the whole pipeline did not finish"
+		if err := record(pending); err != nil {
+			return undo(err)
+		}
+		av, err := checkPipelineAudio(b.Dir, precision, qo.Mode, prov)
+		if err != nil {
+			return undo(fmt.Errorf("audio check through the pipeline: %w", err))
+		}
+		fmt.Fprint(stdout, "audio, encoder → decoder → vocoder, original vs variant:\n"+av.String())
+		if !av.Pass {
+			g.Passed, g.Summary = false, "audio through the pipeline: "+av.Err().Error()
+			if len(g.Summary) > 1000 {
+				g.Summary = g.Summary[:1000]
+			}
+			if !force {
+				return undo(fmt.Errorf("no variant written: %w (--force records it as failed)", av.Err()))
+			}
+		}
 	}
-	if err := writeFileAtomic(filepath.Join(b.Dir, bundle.ManifestName), out); err != nil {
+	if err := record(g); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "variant %s: %s (%.2f× the original decoder), recorded in %s%s\n",
-		precision, path, float64(len(cand))/float64(len(data)), bundle.ManifestName, passNote(v))
+		precision, path, float64(len(cand))/float64(len(data)), bundle.ManifestName, passNote(g.Passed))
 	return nil
+}
+
+// pipelineSentences are what checkPipelineAudio has the bundle say: a
+// question, a list, numbers and a long sentence, so that the decoder's
+// errors have room to add up over many steps.
+var pipelineSentences = []string{
+	"Good morning! The kitchen lights are on.",
+	"Is the back door locked, or should I check it again?",
+	"Tomorrow: rain until noon, then sun, with a high of nineteen degrees.",
+	"The washing machine has finished its cycle, and the dryer will be done in about twenty minutes, so you can fold the towels before dinner.",
+}
+
+// checkPipelineAudio speaks pipelineSentences with the bundle in dir as
+// it is and as its precision variant, default speaker and noise off, and
+// judges the audio by the precision's limits (gate.CheckAudio).
+func checkPipelineAudio(dir, precision string, mode quant.Mode, prov ort.Provider) (*gate.Verdict, error) {
+	return withRuntime(func(rt *ort.Runtime) (*gate.Verdict, error) {
+		speak := func(precision string) ([][]float32, int, error) {
+			p, err := voice.LoadPipeline(rt, dir, &voice.PipelineOptions{
+				Session:   &ort.SessionOptions{Provider: prov},
+				Precision: precision, ForcePrecision: true,
+				Inference: &voice.Inference{LengthScale: voice.DefaultLengthScale},
+			})
+			if err != nil {
+				return nil, 0, err
+			}
+			defer p.Close()
+			out := make([][]float32, len(pipelineSentences))
+			rate := 0
+			for i, s := range pipelineSentences {
+				err := p.Synthesize(context.Background(), voice.PipelineRequest{Text: s}, func(c voice.Chunk) error {
+					out[i] = append(out[i], gate.Int16ToFloat32(c.PCM.Samples)...)
+					rate = c.PCM.Rate
+					return nil
+				})
+				if err != nil {
+					return nil, 0, fmt.Errorf("%s: %q: %w", precision, s, err)
+				}
+			}
+			return out, rate, nil
+		}
+		orig, rate, err := speak(bundle.PrecisionFP32)
+		if err != nil {
+			return nil, err
+		}
+		cand, _, err := speak(precision)
+		if err != nil {
+			return nil, err
+		}
+		pairs := make([]gate.AudioPair, len(orig))
+		for i := range orig {
+			pairs[i] = gate.AudioPair{Where: fmt.Sprintf("sentence %d", i), Original: orig[i], Candidate: cand[i]}
+		}
+		return gate.CheckAudio(pairs, rate, &gate.Options{Precision: precisionOf(mode)})
+	})
 }
 
 // quantizeModel runs the rewrite and names the variant's precision.
@@ -162,15 +273,18 @@ func quantizeModel(m *onnx.Model, qo quant.Options, stdout io.Writer) (*quant.Re
 	if err != nil {
 		return nil, nil, "", err
 	}
+	// The variant is named by its smallest weights: nbits mode keeps
+	// narrow MatMuls in int8, and auto stores what it does not make
+	// integer as fp16.
 	precision := bundle.PrecisionFP16
 	for _, r := range res.Report.Rows {
 		switch r.Mode {
 		case quant.ModeInt8:
-			precision = bundle.PrecisionInt8
-		case quant.ModeNBits:
-			if precision != bundle.PrecisionInt8 {
-				precision = bundle.PrecisionNBits
+			if precision != bundle.PrecisionNBits {
+				precision = bundle.PrecisionInt8
 			}
+		case quant.ModeNBits:
+			precision = bundle.PrecisionNBits
 		}
 	}
 	if len(res.Report.Rows) == 0 {
@@ -194,8 +308,8 @@ func gateRecord(v *gate.Verdict, prov ort.Provider, cand, orig int) bundle.GateR
 	return bundle.GateRecord{Passed: v.Pass, Provider: string(prov), SizeRatio: float64(cand) / float64(orig), Summary: summary}
 }
 
-func passNote(v *gate.Verdict) string {
-	if v.Pass {
+func passNote(passed bool) string {
+	if passed {
 		return ""
 	}
 	return "; it FAILED the gate and is recorded so: voices.precision auto never takes it"

@@ -1,11 +1,19 @@
 package gate
 
 import (
+	"fmt"
 	"math"
 	"math/cmplx"
 	"sync"
 
 	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/quant/ort"
+)
+
+// The sample rates the audio checks accept.
+const (
+	minRate = 8000
+	maxRate = 192000
 )
 
 // Analysis parameters of CompareAudio.
@@ -191,80 +199,89 @@ func frameLength(rate int) int {
 	return n
 }
 
+// frames is the short-time analysis of one signal: per frame its energy,
+// magnitude spectrum and mel spectrum.
+type frames struct {
+	energy []float64
+	mag    [][]float64
+	mel    [][]float64
+}
+
+// analyze cuts sig, zero-padded to n samples, into frames of size with
+// hop size/4.
+func analyze(sig []float32, n, size int, an *analyzer) frames {
+	hop := size / 4
+	count := 1
+	if n > size {
+		count = 1 + (n-size+hop-1)/hop
+	}
+	f := frames{energy: make([]float64, count), mag: make([][]float64, count), mel: make([][]float64, count)}
+	buf := make([]complex128, size)
+	for i := range count {
+		start := i * hop
+		var e float64
+		for j := range size {
+			v := at(sig, start+j)
+			e += v * v
+			buf[j] = complex(v*an.window[j], 0)
+		}
+		an.fft.Transform(buf)
+		mag := make([]float64, size/2+1)
+		for j := range mag {
+			mag[j] = cmplx.Abs(buf[j])
+		}
+		f.energy[i], f.mag[i], f.mel[i] = e, mag, an.mel(mag)
+	}
+	return f
+}
+
 // spectralMeasures returns the spectral correlation and the log-mel
-// distance of two signals (zero-padded to the same length).
+// distance of two signals (zero-padded to the same length), frame i of
+// one against frame i of the other.
 func spectralMeasures(ref, test []float32, rate int) (corr, melDist float64) {
 	size := frameLength(rate)
-	hop := size / 4
-	n := max(len(ref), len(test))
-	frames := 1
-	if n > size {
-		frames = 1 + (n-size+hop-1)/hop
-	}
 	an := analyzerFor(size, rate)
-	type frame struct {
-		energy [2]float64
-		mag    [2][]float64
-		mel    [2][]float64
+	n := max(len(ref), len(test))
+	a, b := analyze(ref, n, size, an), analyze(test, n, size, an)
+	pairs := make([][2]int, len(a.energy))
+	for i := range pairs {
+		pairs[i] = [2]int{i, i}
 	}
-	fs := make([]frame, frames)
-	var loudest, loudestMel float64
-	buf := make([]complex128, size)
-	for f := range fs {
-		start := f * hop
-		for k, sig := range [2][]float32{ref, test} {
-			var e float64
-			for i := range size {
-				v := at(sig, start+i)
-				e += v * v
-				buf[i] = complex(v*an.window[i], 0)
-			}
-			an.fft.Transform(buf)
-			mag := make([]float64, size/2+1)
-			for i := range mag {
-				mag[i] = cmplx.Abs(buf[i])
-			}
-			mel := an.mel(mag)
-			fs[f].energy[k], fs[f].mag[k], fs[f].mel[k] = e, mag, mel
-			loudest = max(loudest, e)
-			if k == 0 {
-				for _, v := range mel {
-					loudestMel = max(loudestMel, v)
-				}
-			}
+	return pairMeasures(a, b, pairs, size)
+}
+
+// pairMeasures averages the spectral correlation and the log-mel distance
+// over pairs of frames (a's index, b's index).
+func pairMeasures(a, b frames, pairs [][2]int, size int) (corr, melDist float64) {
+	var loudest, loudestRef, loudestMel float64
+	for i, e := range a.energy {
+		loudest, loudestRef = max(loudest, e), max(loudestRef, e)
+		for _, v := range a.mel[i] {
+			loudestMel = max(loudestMel, v)
 		}
+	}
+	for _, e := range b.energy {
+		loudest = max(loudest, e)
 	}
 	if loudest == 0 {
 		return 1, 0 // both silent throughout: nothing differs
 	}
-	melFloor := loudestMel * math.Pow(10, -melFloorDB/10)
-	if melFloor == 0 {
-		// The original is silent: measure the candidate against an absolute
-		// floor, melFloorDB under full scale.
-		melFloor = float64(size) * math.Pow(10, -melFloorDB/10)
-	}
-	var loudestRef float64
-	for _, f := range fs {
-		loudestRef = max(loudestRef, f.energy[0])
-	}
+	melFloor := melFloorOf(loudestMel, size)
 	var sumCorr, sumMel float64
 	corrFrames, melFrames := 0, 0
-	for _, f := range fs {
+	for _, p := range pairs {
+		i, j := p[0], p[1]
 		// The spectral shape is compared where the original speaks; noise
 		// the candidate adds in pauses is the log-mel distance's to see.
-		if f.energy[0] >= speechFloor*loudestRef && loudestRef > 0 {
+		if a.energy[i] >= speechFloor*loudestRef && loudestRef > 0 {
 			corrFrames++
-			sumCorr += pearson(f.mag[0], f.mag[1])
+			sumCorr += pearson(a.mag[i], b.mag[j])
 		}
-		if f.energy[0] < activeFloor*loudest && f.energy[1] < activeFloor*loudest {
+		if a.energy[i] < activeFloor*loudest && b.energy[j] < activeFloor*loudest {
 			continue
 		}
 		melFrames++
-		var d float64
-		for b := range f.mel[0] {
-			d += math.Abs(10*math.Log10(max(f.mel[0][b], melFloor)) - 10*math.Log10(max(f.mel[1][b], melFloor)))
-		}
-		sumMel += d / float64(len(f.mel[0]))
+		sumMel += melDistance(a.mel[i], b.mel[j], melFloor)
 	}
 	corr = 1
 	if corrFrames > 0 {
@@ -273,6 +290,25 @@ func spectralMeasures(ref, test []float32, rate int) (corr, melDist float64) {
 		corr = 0 // the original is silent and the candidate is not
 	}
 	return corr, sumMel / float64(max(melFrames, 1))
+}
+
+// melFloorOf is the level bands are clamped to before the log: melFloorDB
+// under the original's loudest band, or under full scale when the
+// original is silent (the candidate is then measured against that).
+func melFloorOf(loudestMel float64, size int) float64 {
+	if f := loudestMel * math.Pow(10, -melFloorDB/10); f > 0 {
+		return f
+	}
+	return float64(size) * math.Pow(10, -melFloorDB/10)
+}
+
+// melDistance is the mean absolute difference of two mel spectra in dB.
+func melDistance(x, y []float64, floor float64) float64 {
+	var d float64
+	for k := range x {
+		d += math.Abs(10*math.Log10(max(x[k], floor)) - 10*math.Log10(max(y[k], floor)))
+	}
+	return d / float64(len(x))
 }
 
 // pearson is the correlation of a and b; a constant vector correlates 1
@@ -398,4 +434,47 @@ func (a *analyzer) mel(mag []float64) []float64 {
 		out[b] = e
 	}
 	return out
+}
+
+// AudioPair is one utterance as the original and the candidate made it,
+// float samples in [-1, 1] at one rate.
+type AudioPair struct {
+	// Where names the utterance in the report ("sentence 2").
+	Where               string
+	Original, Candidate []float32
+}
+
+// CheckAudio judges audio the caller made with the original and the
+// candidate, by the audio checks of the precision's thresholds (SNR,
+// spectral correlation, log-mel distance, length; the worst utterance
+// counts). It is for engines the gate cannot drive itself, such as a
+// voice bundle whose quantized model sits in the middle of a pipeline:
+// the caller runs the whole pipeline both ways and hands over the audio.
+// Options.CheckSpeed and Session are ignored: speed is not measured here.
+func CheckAudio(pairs []AudioPair, rate int, opts *Options) (*Verdict, error) {
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, fmt.Errorf("check audio: %w", err)
+	}
+	if len(pairs) == 0 || len(pairs) > MaxRuns {
+		return nil, fmt.Errorf("check audio: %w: %d utterances, want 1..%d (MaxRuns)", ErrInvalidOptions, len(pairs), MaxRuns)
+	}
+	if rate < minRate || rate > maxRate {
+		return nil, fmt.Errorf("check audio: %w: rate %d Hz, want %d..%d", ErrInvalidOptions, rate, minRate, maxRate)
+	}
+	a := make([]record, len(pairs))
+	b := make([]record, len(pairs))
+	for i, p := range pairs {
+		where := p.Where
+		if where == "" {
+			where = fmt.Sprintf("utterance %d", i)
+		}
+		a[i] = record{where: where, outputs: []ort.Tensor{{Float32: p.Original}}}
+		b[i] = record{where: where, outputs: []ort.Tensor{{Float32: p.Candidate}}}
+	}
+	v := &Verdict{Pass: true, Precision: o.precision}
+	if err := audioJudge(o.th, rate)(v, a, b); err != nil {
+		return nil, fmt.Errorf("check audio: %w", err)
+	}
+	return v, nil
 }

@@ -214,3 +214,44 @@ func BenchmarkCompareAudio(b *testing.B) {
 	audio := float64(len(x)) / testRate
 	b.ReportMetric(audio*float64(b.N)/b.Elapsed().Seconds(), "audio-s/s")
 }
+
+func TestCheckAudio(t *testing.T) {
+	x, y := harmonic(120, 1), harmonic(210, 0.8)
+	pairs := []AudioPair{
+		{Where: "clean", Original: x, Candidate: withNoise(x, 50, 1)},
+		{Original: y, Candidate: withNoise(y, 10, 2)},
+	}
+	v, err := CheckAudio(pairs[:1], testRate, &Options{Precision: PrecisionInt8})
+	if err != nil || !v.Pass {
+		t.Fatalf("50 dB of noise under int8 limits: %v\n%v", err, v)
+	}
+	v, err = CheckAudio(pairs, testRate, &Options{Precision: PrecisionInt8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := map[string]string{}
+	for _, c := range v.Failed() {
+		failed[c.Name] = c.Where
+	}
+	if v.Pass || failed[CheckLogMelDistance] != "utterance 1" {
+		t.Errorf("10 dB of noise must fail log-mel distance at utterance 1 (the unnamed one):\n%v", v)
+	}
+	// fp16 limits check SNR; int8's do not.
+	if v, _ := CheckAudio(pairs[:1], testRate, &Options{Precision: PrecisionFP16}); v == nil || v.Pass != true || len(v.Checks) != 4 {
+		t.Errorf("fp16 limits on 50 dB: %v", v)
+	}
+	for _, c := range []struct {
+		pairs []AudioPair
+		rate  int
+		opts  *Options
+	}{
+		{nil, testRate, nil},
+		{make([]AudioPair, MaxRuns+1), testRate, nil},
+		{pairs, 100, nil},
+		{pairs, testRate, &Options{Precision: "int3"}},
+	} {
+		if _, err := CheckAudio(c.pairs, c.rate, c.opts); err == nil {
+			t.Errorf("CheckAudio(%d pairs, %d Hz, %+v) = nil error", len(c.pairs), c.rate, c.opts)
+		}
+	}
+}

@@ -116,8 +116,8 @@ func CheckVoice(rt *ort.Runtime, original, candidate []byte, opts *VoiceOptions)
 	if rate == 0 {
 		rate = 22050
 	}
-	if rate < 8000 || rate > 192000 {
-		return nil, fmt.Errorf("check voice: %w: SampleRate %d: want 8000..192000", ErrInvalidOptions, opts.SampleRate)
+	if rate < minRate || rate > maxRate {
+		return nil, fmt.Errorf("check voice: %w: SampleRate %d: want %d..%d", ErrInvalidOptions, opts.SampleRate, minRate, maxRate)
 	}
 	ls := opts.LengthScale
 	if ls == 0 {
