@@ -143,6 +143,9 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("quantize: %w", err)
 	}
 	fmt.Fprint(stdout, res.Report.String())
+	if len(res.Report.Rows) == 0 {
+		return fmt.Errorf("quantize: nothing written: --mode %s rewrites no weight of this model (--mode inspect shows what it has)", md)
+	}
 	cand, err := onnx.Encode(res.Model)
 	if err != nil {
 		return fmt.Errorf("quantize: %w", err)

@@ -157,6 +157,15 @@ func TestQuantizeUsage(t *testing.T) {
 	if _, _, err := mynah(t, "quantize", "--mode", "int8", trunc, "-o", filepath.Join(dir, "o.onnx")); err == nil || exitCode(err) != 1 {
 		t.Errorf("a truncated model: %v", err)
 	}
+	// The demo voice has no MatMul: nbits has nothing to do and says so
+	// instead of writing a copy.
+	o := filepath.Join(dir, "n.onnx")
+	if _, _, err := mynah(t, "quantize", "--mode", "nbits", path, "-o", o); exitCode(err) != 1 || !strings.Contains(err.Error(), "rewrites no weight") {
+		t.Errorf("nbits on a model without MatMuls: %v", err)
+	}
+	if _, err := os.Stat(o); !os.IsNotExist(err) {
+		t.Errorf("a model nbits left unchanged was written (%v)", err)
+	}
 }
 
 // TestQuantizeVoiceVariants: --voice records a variant where mynahd finds
