@@ -27,7 +27,9 @@ type StyleOptions struct {
 	// Precision picks a variant of the bundle (fp16, int8, nbits; "" or
 	// fp32: the original files); see bundle.WithPrecision.
 	Precision string
-	Logger    *slog.Logger
+	// ForcePrecision means what PipelineOptions.ForcePrecision means.
+	ForcePrecision bool
+	Logger         *slog.Logger
 }
 
 func (opts *StyleOptions) withDefaults() StyleOptions {
@@ -83,7 +85,7 @@ type StyleParams struct {
 // request first uses them.
 func LoadStyle(rt *ort.Runtime, dir string, opts *StyleOptions) (*Style, error) {
 	o := opts.withDefaults()
-	b, err := loadBundle(dir, o.Precision, false)
+	b, err := loadBundle(dir, o.Precision, o.ForcePrecision)
 	if err != nil {
 		return nil, fmt.Errorf("load style voice: %w", err)
 	}

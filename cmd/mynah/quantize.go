@@ -25,8 +25,10 @@ const quantizeUsage = `Usage:
 With --voice, the result becomes a precision variant of the voice in DIR,
 recorded where mynahd's voices.precision finds it: beside a Piper model as
 NAME.<precision>.onnx (with a copy of its config holding the gate's
-verdict), or in a cloning bundle's voice.json (its decoder only: the
-speaker encoder stays, so enrolled speakers keep working).
+verdict), or in a bundle's voice.json: one model per run, --role decoder
+(the default) or vocoder of a cloning bundle (its speaker encoder stays, so
+enrolled speakers keep working), the model of a style bundle. Variants of
+one precision made for several roles are one variant.
 
 Makes a model smaller, and refuses the result if it sounds worse or runs
 slower than allowed. MODE:
@@ -44,9 +46,9 @@ The quality gate runs the original and the result in ONNX Runtime on the same
 inputs and compares them: a Piper voice (IN.onnx with IN.onnx.json beside
 it) on fixed sentences with noise off (SNR, spectral correlation, log-mel
 distance), a KV-cache decoder on fixed prompts (tensor errors, cosine). With
---voice on a cloning bundle, the decoder's check is followed by one of the
-audio the whole bundle speaks (encoder → decoder → vocoder, four fixed
-sentences, default speaker, noise off), original against variant. A
+--voice on a bundle, the audio the whole bundle speaks (four fixed
+sentences, default speaker, noise off) is judged too, original against
+variant; that is a vocoder's or style model's only check. A
 failing result is not written unless --force; the report says which check
 failed by how much.
 
@@ -72,6 +74,7 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	autoMatMul := fs.String("auto-matmul", "int8", "auto: int8 or nbits for MatMuls")
 	provider := fs.String("provider", "cpu", "execution provider the gate measures with (the device's)")
 	voiceDir := fs.String("voice", "", "make a variant of the voice in this directory instead of writing -o")
+	role := fs.String("role", "", "with --voice on a bundle: which model to quantize: decoder (default) or vocoder of a cloning bundle, model of a style bundle")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, quantizeUsage)
 		fs.PrintDefaults()
@@ -98,7 +101,7 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		qo := quant.Options{Mode: md, ReduceRange: *reduce, Bits: *bits, BlockSize: *block, AccuracyLevel: *accuracy,
 			IncludeConv: *conv, RestFP16: *rest, EmbeddingsInt8: *emb, AutoMatMul: am, Progress: progress(stderr)}
-		if err := quantizeVoice(*voiceDir, qo, *force, *speed || md == quant.ModeAuto, prov, stdout, stderr); err != nil {
+		if err := quantizeVoice(*voiceDir, *role, qo, *force, *speed || md == quant.ModeAuto, prov, stdout, stderr); err != nil {
 			return fmt.Errorf("quantize --voice %s: %w", *voiceDir, err)
 		}
 		return nil
@@ -145,6 +148,9 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprint(stdout, res.Report.String())
 	if len(res.Report.Rows) == 0 {
 		return fmt.Errorf("quantize: nothing written: --mode %s rewrites no weight of this model (--mode inspect shows what it has)", md)
+	}
+	if md == quant.ModeNBits && !slices.ContainsFunc(res.Report.Rows, func(r quant.Row) bool { return r.Mode == quant.ModeNBits }) {
+		return fmt.Errorf("quantize: nothing written: --mode nbits: no MatMul of this model is wide enough for 4 bits (K and N at least %d); --mode int8 quantizes the narrow ones", quant.NBitsMinDim)
 	}
 	cand, err := onnx.Encode(res.Model)
 	if err != nil {

@@ -217,11 +217,50 @@ func TestQuantizeVoiceVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := b.Manifest.Variants["nbits"].Gate; g.Passed || !strings.HasPrefix(g.Summary, "audio through the pipeline") {
+	if g := b.Manifest.Variants["nbits"].Gate; g.Passed || !strings.HasPrefix(g.Summary, "audio through the whole voice") {
 		t.Errorf("forced nbits recorded as %+v", g)
 	}
 	if p, _ := bundle.ChoosePrecision("auto", b.Manifest.Gates(), "cpu"); p != "int8" {
 		t.Errorf("auto picks %s over int8", p)
+	}
+
+	// The vocoder under fp16-store: its pitch readout is exact in fp16, so
+	// the audio keeps SNR ≥ 30 dB and it passes. The decoder under fp16
+	// then fails that SNR (a prosody change of a tenth of a percent moves
+	// the phase of every harmonic) and the fp16 variant keeps its vocoder.
+	if out, _, err := mynah(t, "quantize", "--voice", kit, "--role", "vocoder", "--mode", "fp16-store"); err != nil {
+		t.Fatalf("fp16 vocoder: %v\n%s", err, out)
+	}
+	if _, _, err := mynah(t, "quantize", "--voice", kit, "--mode", "fp16-store"); err == nil || !strings.Contains(err.Error(), "snr of audio") {
+		t.Errorf("fp16 decoder: %v, want a refusal on the audio's SNR", err)
+	}
+	b, err = bundle.Load(kit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := b.Manifest.Variants["fp16"]; !v.Gate.Passed || len(v.Files) != 1 || v.Files["vocoder"].Path != "vocoder.fp16.onnx" {
+		t.Errorf("fp16 variant after the refused decoder: %+v", v)
+	}
+	if _, _, err := mynah(t, "quantize", "--voice", kit, "--role", "encoder", "--mode", "int8"); exitCode(err) != 2 {
+		t.Errorf("--role encoder: %v, want a usage error", err)
+	}
+
+	// A style bundle's model: fp16 and int8 pass through the style
+	// engine's audio; nbits has no MatMul wide enough and says so.
+	style := t.TempDir()
+	if err := demo.WriteStyle(style, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"fp16-store", "int8"} {
+		if out, _, err := mynah(t, "quantize", "--voice", style, "--mode", mode); err != nil || !strings.Contains(out, "tokens → style model") {
+			t.Errorf("style %s: %v\n%s", mode, err, out)
+		}
+	}
+	if _, _, err := mynah(t, "quantize", "--voice", style, "--mode", "nbits"); err == nil || !strings.Contains(err.Error(), "wide enough") {
+		t.Errorf("style nbits: %v", err)
+	}
+	if b, err := bundle.Load(style); err != nil || !b.Manifest.Variants["fp16"].Gate.Passed || !b.Manifest.Variants["int8"].Gate.Passed {
+		t.Errorf("style variants %v: %+v", err, b)
 	}
 
 	piper := t.TempDir()

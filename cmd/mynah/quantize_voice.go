@@ -23,13 +23,15 @@ import (
 // quantizeVoice makes a precision variant of the voice in dir and records
 // it where mynahd looks (voices.precision): beside a Piper model as
 // NAME.<precision>.onnx with a copy of its config carrying the gate's
-// verdict, or in a bundle's voice.json under "variants". Of a cloning
-// bundle only the decoder is quantized: the speaker encoder must stay as
-// it is (stored speakers were made by it), and the vocoder is a voice's
-// most fragile part.
-func quantizeVoice(dir string, qo quant.Options, force bool, checkSpeed bool, prov ort.Provider, stdout, stderr io.Writer) error {
+// verdict, or in a bundle's voice.json under "variants". Of a bundle one
+// model (role) is quantized per run; a cloning bundle's speaker encoder
+// never is (stored speakers were made by it).
+func quantizeVoice(dir, role string, qo quant.Options, force bool, checkSpeed bool, prov ort.Provider, stdout, stderr io.Writer) error {
 	if _, err := os.Stat(filepath.Join(dir, bundle.ManifestName)); err == nil {
-		return quantizeBundle(dir, qo, force, checkSpeed, prov, stdout)
+		return quantizeBundle(dir, role, qo, force, checkSpeed, prov, stdout)
+	}
+	if role != "" && role != bundle.RoleModel {
+		return usageError("--role %s: a Piper voice is one model; --role is for bundles (decoder, vocoder; model)", role)
 	}
 	model, err := voice.FindPiper(dir)
 	if err != nil {
@@ -85,18 +87,32 @@ func quantizeVoice(dir string, qo quant.Options, force bool, checkSpeed bool, pr
 	return nil
 }
 
-// quantizeBundle makes the decoder variant of a cloning bundle and records
-// it in voice.json.
-func quantizeBundle(dir string, qo quant.Options, force bool, checkSpeed bool, prov ort.Provider, stdout io.Writer) error {
+// quantizeBundle makes a precision variant of one model of a bundle (role;
+// "" means the decoder of a pipeline bundle, the model of a style_vector
+// one) and records it in voice.json, after the gate: a decoder's own
+// outputs first, then, for every role, the audio the whole bundle speaks
+// with the variant against the original.
+func quantizeBundle(dir, role string, qo quant.Options, force bool, checkSpeed bool, prov ort.Provider, stdout io.Writer) error {
 	b, err := bundle.Load(dir)
 	if err != nil {
 		return err
 	}
 	man := b.Manifest
-	if man.Engine != bundle.EnginePipeline {
-		return fmt.Errorf("%s: a %s bundle is not supported yet; quantize its model with mynah quantize IN -o OUT", dir, man.Engine)
+	switch {
+	case man.Engine == bundle.EnginePipeline && role == "":
+		role = bundle.RoleDecoder
+	case man.Engine == bundle.EngineStyleVector && role == "":
+		role = bundle.RoleModel
+	case man.Engine == bundle.EnginePipeline && role == bundle.RoleEncoder:
+		return usageError("--role encoder: the speaker encoder stays as it is; the speakers stored for this voice were made by it")
+	case man.Engine == bundle.EnginePipeline && (role == bundle.RoleDecoder || role == bundle.RoleVocoder),
+		man.Engine == bundle.EngineStyleVector && role == bundle.RoleModel:
+	case man.Engine != bundle.EnginePipeline && man.Engine != bundle.EngineStyleVector:
+		return fmt.Errorf("%s: a %s bundle is not supported; quantize its model with mynah quantize IN -o OUT", dir, man.Engine)
+	default:
+		return usageError("--role %s: a %s bundle's roles are %s", role, man.Engine, strings.Join(bundleRoles(man.Engine), ", "))
 	}
-	f, err := b.RoleFile(bundle.RoleDecoder)
+	f, err := b.RoleFile(role)
 	if err != nil {
 		return err
 	}
@@ -109,24 +125,28 @@ func quantizeBundle(dir string, qo quant.Options, force bool, checkSpeed bool, p
 	if err != nil {
 		return err
 	}
-	d := man.Decoder
-	v, err := withRuntime(func(rt *ort.Runtime) (*gate.Verdict, error) {
-		return gate.CheckDecoder(rt, data, cand, &gate.DecoderOptions{
-			Options: gateOptions(qo.Mode, checkSpeed, prov),
-			IDs:     d.Inputs["ids"], Prev: d.Inputs["prev"], Feedback: d.Outputs["prosody"],
-			PastKey: d.KV.PastKey, PastValue: d.KV.PastValue, PresentKey: d.KV.PresentKey, PresentValue: d.KV.PresentValue,
+	fileKey := man.Role(role).File // the key of "files" a variant replaces
+	var v *gate.Verdict
+	if role == bundle.RoleDecoder {
+		d := man.Decoder
+		v, err = withRuntime(func(rt *ort.Runtime) (*gate.Verdict, error) {
+			return gate.CheckDecoder(rt, data, cand, &gate.DecoderOptions{
+				Options: gateOptions(qo.Mode, checkSpeed, prov),
+				IDs:     d.Inputs["ids"], Prev: d.Inputs["prev"], Feedback: d.Outputs["prosody"],
+				PastKey: d.KV.PastKey, PastValue: d.KV.PastValue, PresentKey: d.KV.PresentKey, PresentValue: d.KV.PresentValue,
+			})
 		})
-	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprint(stdout, v.String())
-	if !v.Pass && !force {
-		return fmt.Errorf("no variant written: %w (--force records it as failed)", v.Err())
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, v.String())
+		if !v.Pass && !force {
+			return fmt.Errorf("no variant written: %w (--force records it as failed)", v.Err())
+		}
 	}
 	// voice.json and the variant's file cannot change together, so each
 	// step leaves a bundle that loads: an earlier variant of the same
-	// precision is unrecorded before its file is replaced, and the new
+	// precision is unrecorded before a file of it is replaced, and the new
 	// one is recorded as not passed until every check is done, so a crash
 	// meanwhile leaves nothing voices.precision auto would take.
 	manifestPath := filepath.Join(b.Dir, bundle.ManifestName)
@@ -140,7 +160,17 @@ func quantizeBundle(dir string, qo quant.Options, force bool, checkSpeed bool, p
 	if man.Variants == nil {
 		man.Variants = map[string]bundle.Variant{}
 	}
-	_, replacing := man.Variants[precision]
+	// The variant keeps the files it has for other roles (an fp16 decoder
+	// and an fp16 vocoder make one fp16 variant); its gate record is this
+	// run's, whose audio check speaks with all of them.
+	files := map[string]bundle.FileRef{}
+	previous, hadPrevious := man.Variants[precision]
+	for k, ref := range previous.Files {
+		if k != fileKey {
+			files[k] = ref
+		}
+	}
+	_, replacing := previous.Files[fileKey]
 	if replacing {
 		delete(man.Variants, precision)
 		if err := writeManifest(); err != nil {
@@ -156,41 +186,46 @@ func quantizeBundle(dir string, qo quant.Options, force bool, checkSpeed bool, p
 	if err != nil {
 		return err
 	}
+	files[fileKey] = bundle.FileRef{Path: rel, SHA256: sha256Hex(written), Size: int64(len(written))}
 	record := func(g bundle.GateRecord) error {
-		man.Variants[precision] = bundle.Variant{
-			Files: map[string]bundle.FileRef{d.File: {Path: rel, SHA256: sha256Hex(written), Size: int64(len(written))}},
-			Gate:  g,
-		}
+		man.Variants[precision] = bundle.Variant{Files: files, Gate: g}
 		return writeManifest()
 	}
+	// undo puts the earlier variant back when its files are untouched
+	// (it had none for this role), and removes it when one was replaced.
 	undo := func(cause error) error {
 		delete(man.Variants, precision)
+		if hadPrevious && !replacing {
+			man.Variants[precision] = previous
+		}
 		if err := writeManifest(); err == nil {
 			os.Remove(path)
 		}
 		if replacing {
-			return fmt.Errorf("%w (the earlier %s variant was removed)", cause, precision)
+			return fmt.Errorf("%w (the earlier %s variant was removed: its %s file was replaced)", cause, precision, role)
 		}
 		return cause
 	}
 
-	g := gateRecord(v, prov, len(cand), len(data))
-	if v.Pass {
-		// The decoder's outputs are within limits; what a listener hears
-		// also goes through the vocoder, so the whole pipeline is run both
-		// ways and the audio judged too.
+	g := bundle.GateRecord{Passed: true, Provider: string(prov), SizeRatio: float64(len(cand)) / float64(len(data)), Summary: "passed"}
+	if v != nil {
+		g = gateRecord(v, prov, len(cand), len(data))
+	}
+	if g.Passed {
+		// What a listener hears goes through every model of the bundle, so
+		// the whole bundle speaks both ways and the audio is judged too.
 		pending := g
-		pending.Passed, pending.Summary = false, "pending: the audio check through the whole pipeline did not finish"
+		pending.Passed, pending.Summary = false, "pending: the audio check through the whole voice did not finish"
 		if err := record(pending); err != nil {
 			return undo(err)
 		}
-		av, err := checkPipelineAudio(b.Dir, precision, qo.Mode, prov)
+		av, err := checkBundleAudio(b.Dir, man.Engine, precision, qo.Mode, prov)
 		if err != nil {
-			return undo(fmt.Errorf("audio check through the pipeline: %w", err))
+			return undo(fmt.Errorf("audio check through the whole voice: %w", err))
 		}
-		fmt.Fprint(stdout, "audio, encoder → decoder → vocoder, original vs variant:\n"+av.String())
+		fmt.Fprintf(stdout, "audio, %s, original vs variant:\n%s", bundleChain(man.Engine), av)
 		if !av.Pass {
-			g.Passed, g.Summary = false, "audio through the pipeline: "+av.Err().Error()
+			g.Passed, g.Summary = false, "audio through the whole voice: "+av.Err().Error()
 			if len(g.Summary) > 1000 {
 				g.Summary = g.Summary[:1000]
 			}
@@ -202,40 +237,75 @@ func quantizeBundle(dir string, qo quant.Options, force bool, checkSpeed bool, p
 	if err := record(g); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "variant %s: %s (%.2f× the original decoder), recorded in %s%s\n",
-		precision, path, float64(len(cand))/float64(len(data)), bundle.ManifestName, passNote(g.Passed))
+	fmt.Fprintf(stdout, "variant %s: %s (%.2f× the original %s), recorded in %s%s\n",
+		precision, path, float64(len(cand))/float64(len(data)), role, bundle.ManifestName, passNote(g.Passed))
 	return nil
 }
 
-// pipelineSentences are what checkPipelineAudio has the bundle say: a
-// question, a list, numbers and a long sentence, so that the decoder's
-// errors have room to add up over many steps.
-var pipelineSentences = []string{
+// bundleRoles are the roles quantize --voice --role takes for an engine.
+func bundleRoles(engine string) []string {
+	if engine == bundle.EngineStyleVector {
+		return []string{bundle.RoleModel}
+	}
+	return []string{bundle.RoleDecoder, bundle.RoleVocoder}
+}
+
+// bundleChain names what the audio check runs through.
+func bundleChain(engine string) string {
+	if engine == bundle.EngineStyleVector {
+		return "tokens → style model"
+	}
+	return "encoder → decoder → vocoder"
+}
+
+// bundleSentences are what checkBundleAudio has a bundle say: a question,
+// a list, numbers and a long sentence, so that a decoder's errors have
+// room to add up over many steps.
+var bundleSentences = []string{
 	"Good morning! The kitchen lights are on.",
 	"Is the back door locked, or should I check it again?",
 	"Tomorrow: rain until noon, then sun, with a high of nineteen degrees.",
 	"The washing machine has finished its cycle, and the dryer will be done in about twenty minutes, so you can fold the towels before dinner.",
 }
 
-// checkPipelineAudio speaks pipelineSentences with the bundle in dir as
-// it is and as its precision variant, default speaker and noise off, and
-// judges the audio by the precision's limits (gate.CheckAudio).
-func checkPipelineAudio(dir, precision string, mode quant.Mode, prov ort.Provider) (*gate.Verdict, error) {
+// checkBundleAudio speaks bundleSentences with the bundle in dir as it is
+// and as its precision variant (default speaker, noise off) and judges
+// the audio by the precision's limits (gate.CheckAudio).
+func checkBundleAudio(dir, engine, precision string, mode quant.Mode, prov ort.Provider) (*gate.Verdict, error) {
 	return withRuntime(func(rt *ort.Runtime) (*gate.Verdict, error) {
+		so := &ort.SessionOptions{Provider: prov}
 		speak := func(precision string) ([][]float32, int, error) {
-			p, err := voice.LoadPipeline(rt, dir, &voice.PipelineOptions{
-				Session:   &ort.SessionOptions{Provider: prov},
-				Precision: precision, ForcePrecision: true,
-				Inference: &voice.Inference{LengthScale: voice.DefaultLengthScale},
-			})
-			if err != nil {
-				return nil, 0, err
+			var (
+				synth func(s string, emit func(voice.Chunk) error) error
+				done  func() error
+			)
+			if engine == bundle.EngineStyleVector {
+				st, err := voice.LoadStyle(rt, dir, &voice.StyleOptions{Session: so, Precision: precision, ForcePrecision: true})
+				if err != nil {
+					return nil, 0, err
+				}
+				synth = func(s string, emit func(voice.Chunk) error) error {
+					return st.Synthesize(context.Background(), voice.Request{Text: s}, emit)
+				}
+				done = st.Close
+			} else {
+				p, err := voice.LoadPipeline(rt, dir, &voice.PipelineOptions{
+					Session: so, Precision: precision, ForcePrecision: true,
+					Inference: &voice.Inference{LengthScale: voice.DefaultLengthScale},
+				})
+				if err != nil {
+					return nil, 0, err
+				}
+				synth = func(s string, emit func(voice.Chunk) error) error {
+					return p.Synthesize(context.Background(), voice.PipelineRequest{Text: s}, emit)
+				}
+				done = p.Close
 			}
-			defer p.Close()
-			out := make([][]float32, len(pipelineSentences))
+			defer done()
+			out := make([][]float32, len(bundleSentences))
 			rate := 0
-			for i, s := range pipelineSentences {
-				err := p.Synthesize(context.Background(), voice.PipelineRequest{Text: s}, func(c voice.Chunk) error {
+			for i, s := range bundleSentences {
+				err := synth(s, func(c voice.Chunk) error {
 					out[i] = append(out[i], gate.Int16ToFloat32(c.PCM.Samples)...)
 					rate = c.PCM.Rate
 					return nil
@@ -289,6 +359,9 @@ func quantizeModel(m *onnx.Model, qo quant.Options, stdout io.Writer) (*quant.Re
 	}
 	if len(res.Report.Rows) == 0 {
 		return nil, nil, "", errors.New("nothing to quantize in this model with this mode")
+	}
+	if qo.Mode == quant.ModeNBits && precision != bundle.PrecisionNBits {
+		return nil, nil, "", fmt.Errorf("--mode nbits: no MatMul of this model is wide enough for 4 bits (K and N at least %d); --mode int8 quantizes the narrow ones", quant.NBitsMinDim)
 	}
 	return res, cand, precision, nil
 }

@@ -364,7 +364,7 @@ func styleFront() (*onnxpb.GraphProto, error) {
 	proj := make([]float32, 0, StyleDim*4)
 	for i := range StyleDim {
 		for k := range w {
-			proj = append(proj, float32(w[k][i]))
+			proj = append(proj, exact(w[k][i])) // exact in float16, as the pitch needs (see paramTable)
 		}
 	}
 	z := b.op("MatMul", b.sane(style, 0, -100, 100), g.Float32s("", []int64{StyleDim, 4}, proj)) // [1, 4]

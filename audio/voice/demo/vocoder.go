@@ -66,7 +66,9 @@ func (embeddingSpeaker) tables(g *onnx.Graph) {
 	r := make([]float32, EmbeddingDim*readoutCols)
 	for k := range EmbeddingDim {
 		for j := range readoutCols {
-			r[k*readoutCols+j] = w[(featPitch+j)*EmbeddingDim+k]
+			// Exact in float16: the readout gives the pitch, which the
+			// synthesizer integrates into phase (see paramTable).
+			r[k*readoutCols+j] = exact(float64(w[(featPitch+j)*EmbeddingDim+k]))
 		}
 	}
 	g.Float32s("speaker_readout", []int64{EmbeddingDim, readoutCols}, r)
