@@ -276,6 +276,43 @@ func TestSharedInORT(t *testing.T) {
 	}
 }
 
+// TestConstantWeightInORT: a weight held by a Constant node (as some
+// exporters write them) is lifted to an initializer and rewritten like
+// any other, in every mode, and the model still computes x·W.
+func TestConstantWeightInORT(t *testing.T) {
+	rt := openORT(t)
+	rng := rand.New(rand.NewPCG(13, 14))
+	const rows, k, n = 3, 64, 32
+	w, x := randn(rng, k*n, 0.2), randn(rng, rows*k, 1)
+	g := onnx.NewGraph("constant")
+	in := g.Input("x", onnx.Float, onnx.Dynamic("rows"), onnx.Fixed(k))
+	g.Node("Constant", nil, []string{"W"}, onnx.AttrTensor("value", onnx.Float32Tensor("", []int64{k, n}, w)))
+	g.Node("MatMul", []string{in, "W"}, []string{"y"})
+	g.Output("y", onnx.Float, onnx.Dynamic("rows"), onnx.Fixed(n))
+	m := build(t, g, nil)
+	for _, md := range []Options{{Mode: ModeFP16Store}, {Mode: ModeInt8}, {Mode: ModeNBits, AccuracyLevel: 1}} {
+		t.Run(string(md.Mode), func(t *testing.T) {
+			res, err := Quantize(m, &md)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Report.ConstantsLifted != 1 || len(res.Report.Rows) != 1 || res.Report.Rows[0].Weight != "W" {
+				t.Fatalf("lifted %d, rows %+v", res.Report.ConstantsLifted, res.Report.Rows)
+			}
+			if ops := Inspect(res.Model).Ops; ops["Constant"] != 0 {
+				t.Errorf("a Constant is left: %v", ops)
+			}
+			wd := dequantized(t, res.Model, "W", k, n, DefaultBlockSize)
+			bound := flat(n, 1e-4)
+			if md.Mode == ModeInt8 {
+				bound = activationBound(x, wd, k, n, 255)
+			}
+			got := run(t, rt, res.Model, ort.Tensor{Name: "x", Shape: []int64{rows, k}, Float32: x})
+			within(t, "quantized model", got, matmul(x, wd, rows, k, n), bound)
+		})
+	}
+}
+
 func TestIfSubgraphInORT(t *testing.T) {
 	rt := openORT(t)
 	rng := rand.New(rand.NewPCG(11, 12))

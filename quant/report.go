@@ -20,6 +20,9 @@ type Report struct {
 	BytesBefore, BytesAfter int64
 	// OpsetsAdded lists the opset imports the rewrite added ("com.microsoft").
 	OpsetsAdded []string
+	// ConstantsLifted counts Constant nodes whose float tensor became an
+	// initializer of the same name, so that it could be rewritten too.
+	ConstantsLifted int
 }
 
 // Row is one rewritten weight.
@@ -60,6 +63,9 @@ func (r Report) String() string {
 	tw.Flush()
 	for _, s := range r.Skipped {
 		fmt.Fprintf(&b, "kept %s (%s %s): %s\n", s.Weight, s.OpType, s.Node, s.Reason)
+	}
+	if r.ConstantsLifted > 0 {
+		fmt.Fprintf(&b, "constants lifted to initializers: %d\n", r.ConstantsLifted)
 	}
 	if len(r.OpsetsAdded) > 0 {
 		fmt.Fprintf(&b, "opsets added: %s\n", strings.Join(r.OpsetsAdded, ", "))

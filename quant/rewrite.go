@@ -142,6 +142,7 @@ func (rw *rewriter) run() error {
 	if err := rw.inlineExternal(); err != nil {
 		return err
 	}
+	rw.liftConstants()
 	root := newScope(g, nil)
 	if err := rw.plan(root); err != nil {
 		return err
@@ -161,6 +162,52 @@ func (rw *rewriter) run() error {
 		rw.report.WeightBytesAfter += r.NewBytes
 	}
 	return nil
+}
+
+// liftConstants turns each Constant node that holds a float tensor of at
+// least MinElements values (some exporters store weights so) into an
+// initializer named as its output, so that the weight is seen and
+// rewritten like any other. The graph computes the same: an initializer
+// is there before any node runs. Models of IR version 3 and older, whose
+// initializers must also be graph inputs, are left as they are.
+func (rw *rewriter) liftConstants() {
+	if rw.mp.GetIrVersion() < 4 {
+		return
+	}
+	walkGraphs(rw.mp.GetGraph(), func(g *onnxpb.GraphProto) {
+		kept := g.Node[:0]
+		for _, n := range g.GetNode() {
+			if t := liftable(n); t != nil {
+				t.Name = n.GetOutput()[0]
+				g.Initializer = append(g.Initializer, t)
+				rw.report.ConstantsLifted++
+				continue
+			}
+			kept = append(kept, n)
+		}
+		g.Node = kept
+	})
+}
+
+// liftable returns the tensor of a Constant node liftConstants lifts, or
+// nil.
+func liftable(n *onnxpb.NodeProto) *onnxpb.TensorProto {
+	if n.GetOpType() != "Constant" || n.GetDomain() != "" && n.GetDomain() != "ai.onnx" ||
+		len(n.GetOutput()) != 1 || n.GetOutput()[0] == "" || len(n.GetAttribute()) != 1 {
+		return nil
+	}
+	a := n.GetAttribute()[0]
+	t := a.GetT()
+	if a.GetName() != "value" || t == nil || onnx.DataType(t.GetDataType()) != onnx.Float || t.GetDataLocation() == onnxpb.TensorProto_EXTERNAL {
+		return nil
+	}
+	if count, err := onnx.NumElements(t.GetDims()); err != nil || count < MinElements {
+		return nil
+	}
+	if _, err := onnx.Float32Data(t); err != nil {
+		return nil // damaged: left to fail where ONNX Runtime reads it
+	}
+	return t
 }
 
 // walkGraphs calls fn for g and every subgraph inside it.

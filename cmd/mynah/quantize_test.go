@@ -169,7 +169,7 @@ func TestQuantizeUsage(t *testing.T) {
 }
 
 // TestQuantizeVoiceVariants: --voice records a variant where mynahd finds
-// it: in a cloning bundle's voice.json (decoder only), or beside a Piper
+// it: in a bundle's voice.json (a role per run), or beside a Piper
 // model; a refused variant is not written, and --force records it as
 // failed so that auto never takes it. A cloning bundle's variant must
 // also pass the audio check through the whole pipeline: int8 does, nbits
