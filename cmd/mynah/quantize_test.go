@@ -169,77 +169,77 @@ func TestQuantizeUsage(t *testing.T) {
 }
 
 // TestQuantizeVoiceVariants: --voice records a variant where mynahd finds
-// it: in a bundle's voice.json (a role per run), or beside a Piper
-// model; a refused variant is not written, and --force records it as
-// failed so that auto never takes it. A cloning bundle's variant must
-// also pass the audio check through the whole pipeline: int8 does, nbits
-// passes the decoder's check but not that one.
+// it: in a bundle's voice.json (a role per run), or beside a Piper model;
+// a refused variant is not written, and --force records it as failed so
+// that auto never takes it. A bundle's variant must also pass the audio
+// check through the whole voice.
 func TestQuantizeVoiceVariants(t *testing.T) {
 	kit := t.TempDir()
 	if err := demo.WriteCloning(kit, nil); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err := mynah(t, "quantize", "--voice", kit, "--mode", "int8", "--rest-fp16", "--embeddings-int8")
-	if err != nil {
-		t.Fatalf("--voice int8: %v\n%s%s", err, out, stderr)
+	load := func() *bundle.Bundle {
+		t.Helper()
+		b, err := bundle.Load(kit)
+		if err != nil {
+			t.Fatalf("the bundle no longer loads: %v", err)
+		}
+		return b
 	}
-	if !strings.Contains(out, "encoder → decoder → vocoder") || strings.Count(out, "gate [int8]: PASS") != 2 {
-		t.Errorf("--voice int8 did not report both checks passing:\n%s", out)
+	for _, mode := range []string{"int8", "nbits"} {
+		out, stderr, err := mynah(t, "quantize", "--voice", kit, "--mode", mode)
+		if err != nil {
+			t.Fatalf("--voice %s: %v\n%s%s", mode, err, out, stderr)
+		}
+		if !strings.Contains(out, "encoder → decoder → vocoder") || strings.Count(out, "gate ["+mode+"]: PASS") != 2 {
+			t.Errorf("--voice %s did not report both checks passing:\n%s", mode, out)
+		}
+		v, ok := load().Manifest.Variants[mode]
+		if !ok || !v.Gate.Passed || v.Gate.Provider != "cpu" || v.Gate.SizeRatio > 1.0/3 || v.Files["decoder"].Path != "decoder."+mode+".onnx" {
+			t.Fatalf("recorded %s variant %+v", mode, v)
+		}
 	}
-	b, err := bundle.Load(kit)
-	if err != nil {
-		t.Fatalf("the bundle no longer loads: %v", err)
-	}
-	v, ok := b.Manifest.Variants["int8"]
-	if !ok || !v.Gate.Passed || v.Gate.Provider != "cpu" || v.Gate.SizeRatio > 1.0/3 || v.Files["decoder"].Path != "decoder.int8.onnx" {
-		t.Fatalf("recorded variant %+v", b.Manifest.Variants)
-	}
-	if p, _ := bundle.ChoosePrecision("auto", b.Manifest.Gates(), "cpu"); p != "int8" {
-		t.Errorf("auto picks %s", p)
+	if p, _ := bundle.ChoosePrecision("auto", load().Manifest.Gates(), "cpu"); p != "nbits" {
+		t.Errorf("auto picks %s, want the smallest that passed (nbits)", p)
 	}
 	if _, _, err := mynah(t, "quantize", "--voice", kit, "--mode", "nbits", "--bits", "2"); err == nil {
 		t.Error("a 2-bit decoder was accepted")
 	}
-	out, _, err = mynah(t, "quantize", "--voice", kit, "--mode", "nbits")
-	if err == nil || !strings.Contains(err.Error(), "of audio") || !strings.Contains(out, "gate [nbits]: PASS") {
-		t.Fatalf("nbits: %v, want the decoder check passed and the audio check failed\n%s", err, out)
-	}
-	if b, _ := bundle.Load(kit); len(b.Manifest.Variants) != 1 {
-		t.Errorf("a refused variant was recorded: %+v", b.Manifest.Variants)
-	}
-	if _, err := os.Stat(filepath.Join(kit, "decoder.nbits.onnx")); !os.IsNotExist(err) {
-		t.Errorf("a refused variant's file was left (%v)", err)
-	}
-	if _, _, err := mynah(t, "quantize", "--voice", kit, "--mode", "nbits", "--force"); err != nil {
-		t.Fatalf("nbits --force: %v", err)
-	}
-	b, err = bundle.Load(kit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g := b.Manifest.Variants["nbits"].Gate; g.Passed || !strings.HasPrefix(g.Summary, "audio through the whole voice") {
-		t.Errorf("forced nbits recorded as %+v", g)
-	}
-	if p, _ := bundle.ChoosePrecision("auto", b.Manifest.Gates(), "cpu"); p != "int8" {
-		t.Errorf("auto picks %s over int8", p)
+	if v := load().Manifest.Variants["nbits"]; !v.Gate.Passed {
+		t.Errorf("a refused 2-bit run spoiled the nbits variant it replaced: %+v", v)
 	}
 
-	// The vocoder under fp16-store: its pitch readout is exact in fp16, so
-	// the audio keeps SNR ≥ 30 dB and it passes. The decoder under fp16
-	// then fails that SNR (a prosody change of a tenth of a percent moves
-	// the phase of every harmonic) and the fp16 variant keeps its vocoder.
-	if out, _, err := mynah(t, "quantize", "--voice", kit, "--role", "vocoder", "--mode", "fp16-store"); err != nil {
-		t.Fatalf("fp16 vocoder: %v\n%s", err, out)
+	// The vocoder with its Conv in int8 joins the int8 variant only if
+	// the whole voice still sounds the same; it does not, and the int8
+	// variant stays as it was (its decoder file untouched).
+	out, _, err := mynah(t, "quantize", "--voice", kit, "--role", "vocoder", "--mode", "int8", "--include-conv")
+	if err == nil || !strings.Contains(err.Error(), "of warped audio") {
+		t.Fatalf("int8 vocoder with Conv: %v, want a refusal by the audio check\n%s", err, out)
 	}
-	if _, _, err := mynah(t, "quantize", "--voice", kit, "--mode", "fp16-store"); err == nil || !strings.Contains(err.Error(), "snr of audio") {
-		t.Errorf("fp16 decoder: %v, want a refusal on the audio's SNR", err)
+	if v := load().Manifest.Variants["int8"]; !v.Gate.Passed || len(v.Files) != 1 {
+		t.Errorf("int8 variant after the refused vocoder: %+v", v)
 	}
-	b, err = bundle.Load(kit)
-	if err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(filepath.Join(kit, "vocoder.int8.onnx")); !os.IsNotExist(err) {
+		t.Errorf("a refused variant's file was left (%v)", err)
 	}
-	if v := b.Manifest.Variants["fp16"]; !v.Gate.Passed || len(v.Files) != 1 || v.Files["vocoder"].Path != "vocoder.fp16.onnx" {
-		t.Errorf("fp16 variant after the refused decoder: %+v", v)
+	if _, _, err := mynah(t, "quantize", "--voice", kit, "--role", "vocoder", "--mode", "int8", "--include-conv", "--force"); err != nil {
+		t.Fatalf("--force: %v", err)
+	}
+	if g := load().Manifest.Variants["int8"].Gate; g.Passed || !strings.HasPrefix(g.Summary, "audio through the whole voice") {
+		t.Errorf("forced int8 vocoder recorded as %+v", g)
+	}
+
+	// fp16: the vocoder alone is held to the waveform (its pitch readout is
+	// exact in fp16, so SNR stays high), then the decoder joins it.
+	for _, role := range []string{"vocoder", "decoder"} {
+		if out, _, err := mynah(t, "quantize", "--voice", kit, "--role", role, "--mode", "fp16-store"); err != nil {
+			t.Fatalf("fp16 %s: %v\n%s", role, err, out)
+		} else if role == "vocoder" && !strings.Contains(out, "snr ") {
+			t.Errorf("the fp16 vocoder alone was not checked on SNR:\n%s", out)
+		}
+	}
+	if v := load().Manifest.Variants["fp16"]; !v.Gate.Passed || len(v.Files) != 2 {
+		t.Errorf("fp16 variant of vocoder and decoder: %+v", v)
 	}
 	if _, _, err := mynah(t, "quantize", "--voice", kit, "--role", "encoder", "--mode", "int8"); exitCode(err) != 2 {
 		t.Errorf("--role encoder: %v, want a usage error", err)

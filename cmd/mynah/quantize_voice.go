@@ -219,7 +219,14 @@ func quantizeBundle(dir, role string, qo quant.Options, force bool, checkSpeed b
 		if err := record(pending); err != nil {
 			return undo(err)
 		}
-		av, err := checkBundleAudio(b.Dir, man.Engine, precision, qo.Mode, prov)
+		// A variant with a decoder (or a style model) decides durations
+		// and pitch, so its audio is compared time-warped; a vocoder alone
+		// gets them as they were and is held to the waveform too.
+		timing := man.Engine == bundle.EngineStyleVector
+		if d := man.Role(bundle.RoleDecoder); d != nil {
+			_, timing = files[d.File]
+		}
+		av, err := checkBundleAudio(b.Dir, man.Engine, precision, timing, qo.Mode, prov)
 		if err != nil {
 			return undo(fmt.Errorf("audio check through the whole voice: %w", err))
 		}
@@ -270,8 +277,9 @@ var bundleSentences = []string{
 
 // checkBundleAudio speaks bundleSentences with the bundle in dir as it is
 // and as its precision variant (default speaker, noise off) and judges
-// the audio by the precision's limits (gate.CheckAudio).
-func checkBundleAudio(dir, engine, precision string, mode quant.Mode, prov ort.Provider) (*gate.Verdict, error) {
+// the audio by the precision's limits (gate.CheckAudio; time-warped with
+// warp).
+func checkBundleAudio(dir, engine, precision string, warp bool, mode quant.Mode, prov ort.Provider) (*gate.Verdict, error) {
 	return withRuntime(func(rt *ort.Runtime) (*gate.Verdict, error) {
 		so := &ort.SessionOptions{Provider: prov}
 		speak := func(precision string) ([][]float32, int, error) {
@@ -328,7 +336,7 @@ func checkBundleAudio(dir, engine, precision string, mode quant.Mode, prov ort.P
 		for i := range orig {
 			pairs[i] = gate.AudioPair{Where: fmt.Sprintf("sentence %d", i), Original: orig[i], Candidate: cand[i]}
 		}
-		return gate.CheckAudio(pairs, rate, &gate.Options{Precision: precisionOf(mode)})
+		return gate.CheckAudio(pairs, rate, warp, &gate.Options{Precision: precisionOf(mode)})
 	})
 }
 

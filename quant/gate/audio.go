@@ -60,6 +60,17 @@ type AudioMetrics struct {
 	// LogMelDistance is the mean absolute difference of the MelBands-band
 	// log-mel spectra in dB over the same frames.
 	LogMelDistance float64
+	// WarpedSpectralCorrelation and WarpedLogMelDistance are the same two
+	// measures with each frame of the original paired with frames of the
+	// candidate by dynamic time warping on log-mel distance (within
+	// MaxWarp) instead of by time, as mel-cepstral distance between two
+	// renditions of a text is measured. They judge a candidate that may
+	// move phoneme boundaries by a frame, such as a voice whose quantized
+	// decoder predicts durations: one phoneme a frame longer shifts every
+	// later frame, which the unwarped measures count as a spectral change
+	// for the rest of the sentence. Where timing is given (a vocoder on
+	// fixed durations) the unwarped measures are the ones to use.
+	WarpedSpectralCorrelation, WarpedLogMelDistance float64
 	// LengthDiff is len(test) − len(ref) in samples.
 	LengthDiff int
 	// RefSamples and TestSamples are the two lengths.
@@ -94,6 +105,7 @@ func CompareAudio(ref, test []float32, rate int) AudioMetrics {
 	}
 	if m.NonFinite > 0 || !allFinite(ref) {
 		m.SNR, m.AlignedSNR, m.SpectralCorrelation, m.LogMelDistance = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		m.WarpedSpectralCorrelation, m.WarpedLogMelDistance = math.NaN(), math.NaN()
 		return m
 	}
 	if rate <= 0 {
@@ -115,7 +127,7 @@ func CompareAudio(ref, test []float32, rate int) AudioMetrics {
 		m.SNR = 10 * math.Log10(sig/noise)
 	}
 	m.AlignedSNR = alignedSNR(ref, test, rate)
-	m.SpectralCorrelation, m.LogMelDistance = spectralMeasures(ref, test, rate)
+	m.SpectralCorrelation, m.LogMelDistance, m.WarpedSpectralCorrelation, m.WarpedLogMelDistance = spectralMeasures(ref, test, rate)
 	return m
 }
 
@@ -237,8 +249,9 @@ func analyze(sig []float32, n, size int, an *analyzer) frames {
 
 // spectralMeasures returns the spectral correlation and the log-mel
 // distance of two signals (zero-padded to the same length), frame i of
-// one against frame i of the other.
-func spectralMeasures(ref, test []float32, rate int) (corr, melDist float64) {
+// one against frame i of the other, and the same two along the time
+// warping path between them.
+func spectralMeasures(ref, test []float32, rate int) (corr, melDist, warpedCorr, warpedMel float64) {
 	size := frameLength(rate)
 	an := analyzerFor(size, rate)
 	n := max(len(ref), len(test))
@@ -247,7 +260,15 @@ func spectralMeasures(ref, test []float32, rate int) (corr, melDist float64) {
 	for i := range pairs {
 		pairs[i] = [2]int{i, i}
 	}
-	return pairMeasures(a, b, pairs, size)
+	corr, melDist = pairMeasures(a, b, pairs, size)
+	var loudestMel float64
+	for _, m := range a.mel {
+		for _, v := range m {
+			loudestMel = max(loudestMel, v)
+		}
+	}
+	warpedCorr, warpedMel = pairMeasures(a, b, warpPath(a, b, melFloorOf(loudestMel, size), rate, size), size)
+	return corr, melDist, warpedCorr, warpedMel
 }
 
 // pairMeasures averages the spectral correlation and the log-mel distance
@@ -309,6 +330,79 @@ func melDistance(x, y []float64, floor float64) float64 {
 		d += math.Abs(10*math.Log10(max(x[k], floor)) - 10*math.Log10(max(y[k], floor)))
 	}
 	return d / float64(len(x))
+}
+
+// MaxWarp bounds the time warping of the warped measures: a frame of the
+// candidate pairs with one of the original at most this fraction of the
+// original's length (and at least 100 ms) from where the straight line
+// between the two lengths puts it.
+const MaxWarp = 0.1
+
+// warpPath is the cheapest path of frame pairs from (0, 0) to the last
+// frames of a and b, in steps of one frame in either or both, within the
+// MaxWarp band; a pair costs its log-mel distance.
+func warpPath(a, b frames, floor float64, rate, size int) [][2]int {
+	n, m := len(a.mel), len(b.mel)
+	// The band holds at least the straight line's own slope.
+	band := max(int(MaxWarp*float64(n)), int(0.1*float64(rate)/float64(size/4)), m/n+1)
+	lo := func(i int) int { return max(0, i*m/n-band) }
+	hi := func(i int) int { return min(m-1, i*m/n+band) }
+	db := func(f frames) [][]float64 { // log-mel in dB, once per frame
+		out := make([][]float64, len(f.mel))
+		for i, m := range f.mel {
+			out[i] = make([]float64, len(m))
+			for k, v := range m {
+				out[i][k] = 10 * math.Log10(max(v, floor))
+			}
+		}
+		return out
+	}
+	adb, bdb := db(a), db(b)
+	dist := func(i, j int) float64 {
+		var d float64
+		for k, v := range adb[i] {
+			d += math.Abs(v - bdb[j][k])
+		}
+		return d / float64(len(adb[i]))
+	}
+	// Only the band is stored: row i holds columns lo(i)..hi(i).
+	width := 2*band + 1
+	inf := math.Inf(1)
+	cost := make([]float64, n*width)
+	for i := range cost {
+		cost[i] = inf
+	}
+	at := func(i, j int) float64 {
+		if i < 0 || j < lo(i) || j > hi(i) {
+			return inf
+		}
+		return cost[i*width+j-lo(i)]
+	}
+	for i := range n {
+		for j := lo(i); j <= hi(i); j++ {
+			best := min(at(i-1, j), at(i-1, j-1), at(i, j-1))
+			if i == 0 && j == 0 {
+				best = 0
+			}
+			cost[i*width+j-lo(i)] = best + dist(i, j)
+		}
+	}
+	path := [][2]int{{n - 1, m - 1}}
+	for i, j := n-1, m-1; i > 0 || j > 0; {
+		ni, nj, best := i-1, j-1, at(i-1, j-1)
+		if c := at(i-1, j); c < best {
+			ni, nj, best = i-1, j, c
+		}
+		if c := at(i, j-1); c < best {
+			ni, nj, best = i, j-1, c
+		}
+		if math.IsInf(best, 1) {
+			break // cannot happen inside the band; a guard, not a path
+		}
+		i, j = ni, nj
+		path = append(path, [2]int{i, j})
+	}
+	return path
 }
 
 // pearson is the correlation of a and b; a constant vector correlates 1
@@ -451,10 +545,23 @@ type AudioPair struct {
 // voice bundle whose quantized model sits in the middle of a pipeline:
 // the caller runs the whole pipeline both ways and hands over the audio.
 // Options.CheckSpeed and Session are ignored: speed is not measured here.
-func CheckAudio(pairs []AudioPair, rate int, opts *Options) (*Verdict, error) {
+//
+// With warp, for audio whose timing the candidate may move (a quantized
+// decoder that predicts durations and pitch), log-mel distance is the
+// time-warped one (AudioMetrics.WarpedLogMelDistance), and neither SNR nor
+// spectral correlation is checked: they compare the waveform and the
+// spectrum's fine structure, which move with any change in timing or
+// pitch (a fricative a frame later reads other noise; a pitch a hundredth
+// of a percent higher drifts the phase) while the sound stays the same.
+// Band energies, aligned, and the length are what is judged then; the
+// decoder's own outputs have been judged as tensors before.
+func CheckAudio(pairs []AudioPair, rate int, warp bool, opts *Options) (*Verdict, error) {
 	o, err := opts.resolve()
 	if err != nil {
 		return nil, fmt.Errorf("check audio: %w", err)
+	}
+	if warp {
+		o.th.MinSpectralCorrelation, o.th.MinSNR, o.th.MinAlignedSNR = 0, 0, 0
 	}
 	if len(pairs) == 0 || len(pairs) > MaxRuns {
 		return nil, fmt.Errorf("check audio: %w: %d utterances, want 1..%d (MaxRuns)", ErrInvalidOptions, len(pairs), MaxRuns)
@@ -473,7 +580,7 @@ func CheckAudio(pairs []AudioPair, rate int, opts *Options) (*Verdict, error) {
 		b[i] = record{where: where, outputs: []ort.Tensor{{Float32: p.Candidate}}}
 	}
 	v := &Verdict{Pass: true, Precision: o.precision}
-	if err := audioJudge(o.th, rate)(v, a, b); err != nil {
+	if err := audioJudge(o.th, rate, warp)(v, a, b); err != nil {
 		return nil, fmt.Errorf("check audio: %w", err)
 	}
 	return v, nil

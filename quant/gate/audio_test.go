@@ -221,11 +221,11 @@ func TestCheckAudio(t *testing.T) {
 		{Where: "clean", Original: x, Candidate: withNoise(x, 50, 1)},
 		{Original: y, Candidate: withNoise(y, 10, 2)},
 	}
-	v, err := CheckAudio(pairs[:1], testRate, &Options{Precision: PrecisionInt8})
+	v, err := CheckAudio(pairs[:1], testRate, false, &Options{Precision: PrecisionInt8})
 	if err != nil || !v.Pass {
 		t.Fatalf("50 dB of noise under int8 limits: %v\n%v", err, v)
 	}
-	v, err = CheckAudio(pairs, testRate, &Options{Precision: PrecisionInt8})
+	v, err = CheckAudio(pairs, testRate, false, &Options{Precision: PrecisionInt8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestCheckAudio(t *testing.T) {
 		t.Errorf("10 dB of noise must fail log-mel distance at utterance 1 (the unnamed one):\n%v", v)
 	}
 	// fp16 limits check SNR; int8's do not.
-	if v, _ := CheckAudio(pairs[:1], testRate, &Options{Precision: PrecisionFP16}); v == nil || v.Pass != true || len(v.Checks) != 4 {
+	if v, _ := CheckAudio(pairs[:1], testRate, false, &Options{Precision: PrecisionFP16}); v == nil || v.Pass != true || len(v.Checks) != 4 {
 		t.Errorf("fp16 limits on 50 dB: %v", v)
 	}
 	for _, c := range []struct {
@@ -250,8 +250,56 @@ func TestCheckAudio(t *testing.T) {
 		{pairs, 100, nil},
 		{pairs, testRate, &Options{Precision: "int3"}},
 	} {
-		if _, err := CheckAudio(c.pairs, c.rate, c.opts); err == nil {
+		if _, err := CheckAudio(c.pairs, c.rate, false, c.opts); err == nil {
 			t.Errorf("CheckAudio(%d pairs, %d Hz, %+v) = nil error", len(c.pairs), c.rate, c.opts)
 		}
+	}
+}
+
+// alternating is speech-like timing: segments of the given lengths in
+// seconds, alternately at 120 and 180 Hz.
+func alternating(segs ...float64) []float32 {
+	var out []float32
+	for i, seg := range segs {
+		f0 := 120.0
+		if i%2 == 1 {
+			f0 = 180
+		}
+		out = append(out, harmonic(f0, seg)...)
+	}
+	return out
+}
+
+// TestWarpedMeasures: a candidate whose first ten segments are each 5%
+// longer and the next ten 5% shorter (a decoder's durations a hair off,
+// the same length in all) is a different signal frame by frame but the
+// same sound; the warped measures see the latter. Noise is not forgiven
+// by warping.
+func TestWarpedMeasures(t *testing.T) {
+	var segs, moved []float64
+	for i := range 20 {
+		segs = append(segs, 0.1)
+		moved = append(moved, 0.1+0.005*float64(1-2*(i/10)))
+	}
+	ref, slower := alternating(segs...), alternating(moved...)
+	m := CompareAudio(ref, slower, testRate)
+	t.Logf("segments moved: correlation %.4f → warped %.4f, log-mel %.2f → warped %.2f dB",
+		m.SpectralCorrelation, m.WarpedSpectralCorrelation, m.LogMelDistance, m.WarpedLogMelDistance)
+	if m.SpectralCorrelation > 0.9 || m.WarpedSpectralCorrelation < 0.98 || m.WarpedLogMelDistance > 1.5 {
+		t.Errorf("shifted segments: %+v; want frame-by-frame measures failing and warped ones passing", m)
+	}
+	if same := CompareAudio(ref, ref, testRate); same.WarpedSpectralCorrelation != 1 || same.WarpedLogMelDistance != 0 {
+		t.Errorf("identical: warped %v, %v", same.WarpedSpectralCorrelation, same.WarpedLogMelDistance)
+	}
+	noisy := CompareAudio(ref, withNoise(ref, 10, 3), testRate)
+	if noisy.WarpedLogMelDistance < 3 {
+		t.Errorf("10 dB of noise: warped log-mel %v dB; warping must not forgive noise", noisy.WarpedLogMelDistance)
+	}
+	v, err := CheckAudio([]AudioPair{{Original: ref, Candidate: slower}}, testRate, true, nil)
+	if err != nil || !v.Pass || len(v.Checks) != 2 || v.Checks[0].Name != CheckLogMelDistance || v.Checks[0].Subject != "warped audio" {
+		t.Errorf("warped CheckAudio: %v\n%v", err, v)
+	}
+	if v, _ := CheckAudio([]AudioPair{{Original: ref, Candidate: slower}}, testRate, false, nil); v == nil || v.Pass {
+		t.Errorf("unwarped CheckAudio passed shifted audio:\n%v", v)
 	}
 }

@@ -172,7 +172,7 @@ func CheckVoice(rt *ort.Runtime, original, candidate []byte, opts *VoiceOptions)
 		}
 		return recs, nil
 	}
-	v, err := check(rt, original, candidate, o, w, audioJudge(o.th, rate))
+	v, err := check(rt, original, candidate, o, w, audioJudge(o.th, rate, false))
 	if err != nil {
 		return nil, fmt.Errorf("check voice: %w", err)
 	}
@@ -206,14 +206,23 @@ func piperContract(s *ort.Session) (hasSID bool, err error) {
 }
 
 // audioJudge compares each record's first output as audio and adds the
-// worst sentence's value of every enabled audio check.
-func audioJudge(th Thresholds, rate int) func(v *Verdict, a, b []record) error {
+// worst sentence's value of every enabled audio check; with warp, the
+// spectral checks take the time-warped measures, on subject "warped
+// audio".
+func audioJudge(th Thresholds, rate int, warp bool) func(v *Verdict, a, b []record) error {
 	return func(v *Verdict, a, b []record) error {
 		snr, asnr, corr := math.Inf(1), math.Inf(1), math.Inf(1)
 		mel, length := math.Inf(-1), math.Inf(-1)
 		var snrAt, asnrAt, corrAt, melAt, lenAt string
+		spectral := "audio"
+		if warp {
+			spectral = "warped audio"
+		}
 		for i := range a {
 			m := CompareAudio(a[i].outputs[0].Float32, b[i].outputs[0].Float32, rate)
+			if warp {
+				m.SpectralCorrelation, m.LogMelDistance = m.WarpedSpectralCorrelation, m.WarpedLogMelDistance
+			}
 			where := a[i].where
 			if i == 0 || worse(m.SNR, snr, true) {
 				snr, snrAt = m.SNR, where
@@ -238,10 +247,10 @@ func audioJudge(th Thresholds, rate int) func(v *Verdict, a, b []record) error {
 			v.add(newCheck(CheckAlignedSNR, "audio", "dB", asnr, th.MinAlignedSNR, true, asnrAt))
 		}
 		if th.MinSpectralCorrelation != 0 {
-			v.add(newCheck(CheckSpectralCorrelation, "audio", "", corr, th.MinSpectralCorrelation, true, corrAt))
+			v.add(newCheck(CheckSpectralCorrelation, spectral, "", corr, th.MinSpectralCorrelation, true, corrAt))
 		}
 		if th.MaxLogMelDistance != 0 {
-			v.add(newCheck(CheckLogMelDistance, "audio", "dB", mel, th.MaxLogMelDistance, false, melAt))
+			v.add(newCheck(CheckLogMelDistance, spectral, "dB", mel, th.MaxLogMelDistance, false, melAt))
 		}
 		if th.MaxLengthDiff != 0 {
 			v.add(newCheck(CheckLength, "audio", "", length, th.MaxLengthDiff, false, lenAt))
