@@ -32,11 +32,12 @@ one precision made for several roles are one variant.
 
 Makes a model smaller, and refuses the result if it sounds worse or runs
 slower than allowed. MODE:
-  fp16-store  float weights stored as fp16, computed in float (half the file,
-              same speed): the safe choice for Piper voices and vocoders
+  fp16-store  float weights stored as fp16, computed in float (half the weight
+              bytes, same speed): the safe choice for Piper voices and vocoders
   int8        MatMul/Gemm with constant weights as dynamic int8 (faster on
               transformer decoders; Conv untouched unless --include-conv)
-  nbits       4-bit weight-only MatMulNBits for MatMuls (smallest)
+  nbits       4-bit weight-only MatMulNBits for MatMuls (smallest); MatMuls
+              narrower than 32 (output heads) take int8
   auto        MatMuls int8 (or --auto-matmul nbits), the rest fp16-store,
               embeddings untouched; checks speed too
   inspect     op histogram, weight bytes by op and type, opsets, whether it

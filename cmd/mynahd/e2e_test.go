@@ -503,6 +503,23 @@ func TestUnregisterWhileRunning(t *testing.T) {
 	waitOnline(t, url, cfg.Node)
 	status := mqtttest.Subscribe(t, url, daemon.StatusTopic(cfg.Node))
 	<-status // the retained "online"
+	// Discovery is published by the daemon's publisher after "online"
+	// (once per connect and once after subscribing, which may come as
+	// two publishes); unregistering before the last lands would be undone
+	// by it. Wait for the first, then for half a second of quiet.
+	published := mqtttest.Subscribe(t, url, daemon.DiscoveryTopic("homeassistant", cfg.Node))
+	select {
+	case <-published:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no discovery from the daemon")
+	}
+	for quiet := false; !quiet; {
+		select {
+		case <-published:
+		case <-time.After(500 * time.Millisecond):
+			quiet = true
+		}
+	}
 
 	if err := runUnregister(context.Background(), cfg, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
