@@ -78,12 +78,39 @@ func voiceKind(path string) (string, error) {
 }
 
 // loadKind loads the voice at path with the engine of its kind, in the
-// precision voices.precision(s) asks for.
+// precision voices.precision(s) asks for. When auto chose a variant that
+// turns out to be unusable (its file damaged or gone since the gate), the
+// voice is loaded as it is, with a warning: a broken variant must not
+// silence a voice that works. A precision named in the config is not
+// replaced: that fails with the reason.
 func (vs *voiceSet) loadKind(name, kind, path string) (*loadedVoice, error) {
 	precision, err := vs.choosePrecision(name, kind, path)
 	if err != nil {
 		return nil, fmt.Errorf("voice %q: %w", name, err)
 	}
+	v, err := vs.loadPrecision(name, kind, path, precision)
+	if err != nil && errors.Is(err, bundle.ErrNoVariant) && precision != bundle.PrecisionFP32 && vs.wants(name) == "auto" {
+		vs.log.Warn("voice variant unusable, loading the original", "voice", name, "precision", precision, "err", err)
+		return vs.loadPrecision(name, kind, path, bundle.PrecisionFP32)
+	}
+	return v, err
+}
+
+// wants is the precision the config asks for a voice.
+func (vs *voiceSet) wants(name string) string {
+	want := vs.precision
+	if p, ok := vs.precisions[name]; ok {
+		want = p
+	}
+	if want == "" {
+		want = "auto"
+	}
+	return want
+}
+
+// loadPrecision loads the voice at path with the engine of its kind as
+// its variant of precision.
+func (vs *voiceSet) loadPrecision(name, kind, path, precision string) (*loadedVoice, error) {
 	var v *loadedVoice
 	switch kind {
 	case kindPiper:
@@ -103,6 +130,7 @@ func (vs *voiceSet) loadKind(name, kind, path string) (*loadedVoice, error) {
 		}
 		v = styleVoice(name, s)
 	case kindPipeline:
+		var err error
 		if v, err = vs.loadPipeline(name, path, precision); err != nil {
 			return nil, err
 		}
@@ -117,10 +145,7 @@ func (vs *voiceSet) loadKind(name, kind, path string) (*loadedVoice, error) {
 // voice's entry in voices.precisions, else voices.precision; auto takes
 // the smallest variant whose gate passed (for onnx.provider).
 func (vs *voiceSet) choosePrecision(name, kind, path string) (string, error) {
-	want := vs.precision
-	if p, ok := vs.precisions[name]; ok {
-		want = p
-	}
+	want := vs.wants(name)
 	var gates map[string]bundle.GateRecord
 	if kind == kindPiper {
 		model, err := voice.FindPiper(path)

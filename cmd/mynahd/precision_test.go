@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -99,6 +100,43 @@ func TestVoicePrecision(t *testing.T) {
 			err := vs.Speak(context.Background(), daemon.Speech{Voice: demo.CloneName, Text: "Hello."}, func(daemon.Chunk) error { return nil })
 			if err != nil {
 				t.Errorf("%s: speak: %v", tc.want, err)
+			}
+			release()
+		}
+		vs.Close()
+	}
+
+	// A variant whose file was damaged after its gate: auto falls back to
+	// the original and the voice speaks; asked for by name, it fails.
+	addDecoderVariant(t, clone, true)
+	if err := os.WriteFile(filepath.Join(clone, "decoder.int8.onnx"), []byte("truncated"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		precision string
+		want      string
+	}{{"auto", "fp32"}, {"int8", ""}} {
+		c := cfg
+		c.Voices.Precision = tc.precision
+		vs, err := openVoices(rt, c, newNotifier(log), log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, release, err := vs.sessions.Get(context.Background(), demo.CloneName)
+		switch {
+		case tc.want == "" && err == nil:
+			release()
+			t.Errorf("%s with a damaged variant: loaded %s, want an error", tc.precision, v.precision)
+		case tc.want == "" && !errors.Is(err, bundle.ErrNoVariant):
+			t.Errorf("%s with a damaged variant: %v, want ErrNoVariant", tc.precision, err)
+		case tc.want != "" && err != nil:
+			t.Errorf("%s with a damaged variant: %v", tc.precision, err)
+		case tc.want != "":
+			if v.precision != tc.want {
+				t.Errorf("%s with a damaged variant: loaded %s", tc.precision, v.precision)
+			}
+			if err := vs.Speak(context.Background(), daemon.Speech{Voice: demo.CloneName, Text: "Hello."}, func(daemon.Chunk) error { return nil }); err != nil {
+				t.Errorf("speak after falling back: %v", err)
 			}
 			release()
 		}

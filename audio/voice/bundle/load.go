@@ -21,9 +21,8 @@ type Bundle struct {
 	// that keys on it never serves audio of a replaced model.
 	Digest string
 
-	files        map[string]File // by files key
-	voices       map[string]File // by voices key
-	variantFiles map[string]File // by "precision/files key"
+	files  map[string]File // by files key
+	voices map[string]File // by voices key
 }
 
 // File is a verified file of a bundle.
@@ -41,6 +40,9 @@ type File struct {
 // bytes), with the manifest's sha256. Files are opened through an os.Root
 // on dir, so a symlink that leads outside the directory is refused
 // (ErrUnsafePath). A directory without voice.json gives ErrNoManifest.
+// The files of "variants" are verified by WithPrecision, the chosen
+// variant's only: a damaged variant makes that variant unavailable, not
+// the voice.
 func Load(dir string) (*Bundle, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -80,16 +82,6 @@ func Load(dir string) (*Bundle, error) {
 			return nil, fmt.Errorf("load bundle %s: %w", abs, err)
 		}
 		b.voices[key] = f
-	}
-	b.variantFiles = make(map[string]File)
-	for _, p := range sortedKeys(m.Variants) {
-		for _, key := range sortedKeys(m.Variants[p].Files) {
-			f, err := verify(root, abs, "variants."+p+".files."+key, key, m.Variants[p].Files[key], 0)
-			if err != nil {
-				return nil, fmt.Errorf("load bundle %s: %w", abs, err)
-			}
-			b.variantFiles[p+"/"+key] = f
-		}
 	}
 	return b, nil
 }

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"fmt"
+	"os"
 	"slices"
 )
 
@@ -111,10 +112,11 @@ func ChoosePrecision(want string, gates map[string]GateRecord, provider string) 
 }
 
 // WithPrecision returns the bundle as its variant of precision: the
-// variant's files replace the originals of the same keys, and Digest gets
-// the precision appended, so caches keyed on it keep the variants apart.
-// fp32 (or "") returns b. A variant that is missing is an error; one whose
-// gate failed is too, unless force.
+// variant's files, verified now as Load verifies the others, replace the
+// originals of the same keys, and Digest gets the precision appended, so
+// caches keyed on it keep the variants apart. fp32 (or "") returns b. A
+// variant that is missing, or whose files do not verify, is an error
+// wrapping ErrNoVariant; one whose gate failed is too, unless force.
 func (b *Bundle) WithPrecision(precision string, force bool) (*Bundle, error) {
 	if precision == "" || precision == PrecisionFP32 {
 		return b, nil
@@ -131,10 +133,18 @@ func (b *Bundle) WithPrecision(precision string, force bool) (*Bundle, error) {
 	for k, f := range b.files {
 		out.files[k] = f
 	}
+	root, err := os.OpenRoot(b.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: variant %s: %w", b.Dir, precision, err)
+	}
+	defer root.Close()
 	for _, k := range sortedKeys(v.Files) {
-		f, ok := b.variantFiles[precision+"/"+k]
-		if !ok {
-			return nil, fmt.Errorf("%w: variant %s file %s was not verified", ErrNoVariant, precision, k)
+		if _, ok := b.files[k]; !ok {
+			return nil, fmt.Errorf("%s: %w: variant %s replaces %q, which is not in files", b.Dir, ErrNoVariant, precision, k)
+		}
+		f, err := verify(root, b.Dir, "variants."+precision+".files."+k, k, v.Files[k], 0)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: variant %s: %w", b.Dir, ErrNoVariant, precision, err)
 		}
 		out.files[k] = f
 	}

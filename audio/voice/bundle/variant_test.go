@@ -73,10 +73,22 @@ func TestVariantLoadAndSelect(t *testing.T) {
 		t.Errorf("forced int8 view: %s", f.Rel)
 	}
 
-	// A variant file that changed after the gate is refused at load.
+	// A variant file that changed after the gate, or went missing, makes
+	// that variant unavailable; the voice still loads as it is.
 	os.WriteFile(filepath.Join(dir, "voice.fp16.onnx"), []byte("HALF"), 0o644)
-	if _, err := bundle.Load(dir); !errors.Is(err, bundle.ErrFileMismatch) {
-		t.Errorf("damaged variant file: %v, want ErrFileMismatch", err)
+	b, err = bundle.Load(dir)
+	if err != nil {
+		t.Fatalf("a damaged variant file broke the voice: %v", err)
+	}
+	if _, err := b.WithPrecision("fp16", false); !errors.Is(err, bundle.ErrNoVariant) || !errors.Is(err, bundle.ErrFileMismatch) {
+		t.Errorf("damaged variant file: %v, want ErrNoVariant and ErrFileMismatch", err)
+	}
+	os.Remove(filepath.Join(dir, "voice.int8.onnx"))
+	if _, err := b.WithPrecision("int8", true); !errors.Is(err, bundle.ErrNoVariant) {
+		t.Errorf("missing variant file: %v, want ErrNoVariant", err)
+	}
+	if v, err := b.WithPrecision("fp32", false); err != nil || v != b {
+		t.Errorf("fp32 of a bundle with broken variants: %v", err)
 	}
 }
 
