@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
@@ -292,5 +294,36 @@ func TestQuantizeVoiceVariants(t *testing.T) {
 	}
 	if found, err := voice.FindPiper(piper); err != nil || found != model {
 		t.Errorf("the variant made the voice directory ambiguous: %q %v", found, err)
+	}
+}
+
+func TestBundleRole(t *testing.T) {
+	for _, c := range []struct {
+		engine, role, want string
+		usage              bool
+	}{
+		{bundle.EnginePipeline, "", bundle.RoleDecoder, false},
+		{bundle.EnginePipeline, "vocoder", bundle.RoleVocoder, false},
+		{bundle.EnginePipeline, "encoder", "", true},
+		{bundle.EnginePipeline, "model", "", true},
+		{bundle.EngineStyleVector, "", bundle.RoleModel, false},
+		{bundle.EngineStyleVector, "decoder", "", true},
+		{bundle.EnginePiper, "", "", false},
+	} {
+		got, err := bundleRole(c.engine, c.role)
+		if got != c.want || (err != nil) != (c.want == "") || errors.Is(err, errUsage) != c.usage {
+			t.Errorf("bundleRole(%s, %q) = %q, %v", c.engine, c.role, got, err)
+		}
+	}
+}
+
+func TestSummaryCutsAtACharacter(t *testing.T) {
+	long := strings.Repeat("≥", 400) // 1200 bytes
+	s := summary(long)
+	if len(s) > 1000 || !utf8.ValidString(s) || !strings.HasPrefix(long, s) {
+		t.Errorf("summary: %d bytes, valid %v", len(s), utf8.ValidString(s))
+	}
+	if summary("passed") != "passed" {
+		t.Error("a short summary changed")
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
@@ -98,19 +100,8 @@ func quantizeBundle(dir, role string, qo quant.Options, force bool, checkSpeed b
 		return err
 	}
 	man := b.Manifest
-	switch {
-	case man.Engine == bundle.EnginePipeline && role == "":
-		role = bundle.RoleDecoder
-	case man.Engine == bundle.EngineStyleVector && role == "":
-		role = bundle.RoleModel
-	case man.Engine == bundle.EnginePipeline && role == bundle.RoleEncoder:
-		return usageError("--role encoder: the speaker encoder stays as it is; the speakers stored for this voice were made by it")
-	case man.Engine == bundle.EnginePipeline && (role == bundle.RoleDecoder || role == bundle.RoleVocoder),
-		man.Engine == bundle.EngineStyleVector && role == bundle.RoleModel:
-	case man.Engine != bundle.EnginePipeline && man.Engine != bundle.EngineStyleVector:
-		return fmt.Errorf("%s: a %s bundle is not supported; quantize its model with mynah quantize IN -o OUT", dir, man.Engine)
-	default:
-		return usageError("--role %s: a %s bundle's roles are %s", role, man.Engine, strings.Join(bundleRoles(man.Engine), ", "))
+	if role, err = bundleRole(man.Engine, role); err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
 	}
 	f, err := b.RoleFile(role)
 	if err != nil {
@@ -144,38 +135,9 @@ func quantizeBundle(dir, role string, qo quant.Options, force bool, checkSpeed b
 			return fmt.Errorf("no variant written: %w (--force records it as failed)", v.Err())
 		}
 	}
-	// voice.json and the variant's file cannot change together, so each
-	// step leaves a bundle that loads: an earlier variant of the same
-	// precision is unrecorded before a file of it is replaced, and the new
-	// one is recorded as not passed until every check is done, so a crash
-	// meanwhile leaves nothing voices.precision auto would take.
-	manifestPath := filepath.Join(b.Dir, bundle.ManifestName)
-	writeManifest := func() error {
-		out, err := man.Marshal()
-		if err != nil {
-			return err
-		}
-		return writeFileAtomic(manifestPath, out)
-	}
-	if man.Variants == nil {
-		man.Variants = map[string]bundle.Variant{}
-	}
-	// The variant keeps the files it has for other roles (an fp16 decoder
-	// and an fp16 vocoder make one fp16 variant); its gate record is this
-	// run's, whose audio check speaks with all of them.
-	files := map[string]bundle.FileRef{}
-	previous, hadPrevious := man.Variants[precision]
-	for k, ref := range previous.Files {
-		if k != fileKey {
-			files[k] = ref
-		}
-	}
-	_, replacing := previous.Files[fileKey]
-	if replacing {
-		delete(man.Variants, precision)
-		if err := writeManifest(); err != nil {
-			return err
-		}
+	edit, err := beginVariant(b, precision, fileKey)
+	if err != nil {
+		return err
 	}
 	rel := filepath.ToSlash(filepath.Join(filepath.Dir(f.Rel), trimExt(filepath.Base(f.Rel))+"."+precision+".onnx"))
 	path := filepath.Join(b.Dir, filepath.FromSlash(rel))
@@ -186,26 +148,7 @@ func quantizeBundle(dir, role string, qo quant.Options, force bool, checkSpeed b
 	if err != nil {
 		return err
 	}
-	files[fileKey] = bundle.FileRef{Path: rel, SHA256: sha256Hex(written), Size: int64(len(written))}
-	record := func(g bundle.GateRecord) error {
-		man.Variants[precision] = bundle.Variant{Files: files, Gate: g}
-		return writeManifest()
-	}
-	// undo puts the earlier variant back when its files are untouched
-	// (it had none for this role), and removes it when one was replaced.
-	undo := func(cause error) error {
-		delete(man.Variants, precision)
-		if hadPrevious && !replacing {
-			man.Variants[precision] = previous
-		}
-		if err := writeManifest(); err == nil {
-			os.Remove(path)
-		}
-		if replacing {
-			return fmt.Errorf("%w (the earlier %s variant was removed: its %s file was replaced)", cause, precision, role)
-		}
-		return cause
-	}
+	edit.files[fileKey] = bundle.FileRef{Path: rel, SHA256: sha256Hex(written), Size: int64(len(written))}
 
 	g := bundle.GateRecord{Passed: true, Provider: string(prov), SizeRatio: float64(len(cand)) / float64(len(data)), Summary: "passed"}
 	if v != nil {
@@ -216,32 +159,29 @@ func quantizeBundle(dir, role string, qo quant.Options, force bool, checkSpeed b
 		// the whole bundle speaks both ways and the audio is judged too.
 		pending := g
 		pending.Passed, pending.Summary = false, "pending: the audio check through the whole voice did not finish"
-		if err := record(pending); err != nil {
-			return undo(err)
+		if err := edit.record(pending); err != nil {
+			return edit.undo(err, path, role)
 		}
 		// A variant with a decoder (or a style model) decides durations
 		// and pitch, so its audio is compared time-warped; a vocoder alone
 		// gets them as they were and is held to the waveform too.
 		timing := man.Engine == bundle.EngineStyleVector
 		if d := man.Role(bundle.RoleDecoder); d != nil {
-			_, timing = files[d.File]
+			_, timing = edit.files[d.File]
 		}
 		av, err := checkBundleAudio(b.Dir, man.Engine, precision, timing, qo.Mode, prov)
 		if err != nil {
-			return undo(fmt.Errorf("audio check through the whole voice: %w", err))
+			return edit.undo(fmt.Errorf("audio check through the whole voice: %w", err), path, role)
 		}
 		fmt.Fprintf(stdout, "audio, %s, original vs variant:\n%s", bundleChain(man.Engine), av)
 		if !av.Pass {
-			g.Passed, g.Summary = false, "audio through the whole voice: "+av.Err().Error()
-			if len(g.Summary) > 1000 {
-				g.Summary = g.Summary[:1000]
-			}
+			g.Passed, g.Summary = false, summary("audio through the whole voice: "+av.Err().Error())
 			if !force {
-				return undo(fmt.Errorf("no variant written: %w (--force records it as failed)", av.Err()))
+				return edit.undo(fmt.Errorf("no variant written: %w (--force records it as failed)", av.Err()), path, role)
 			}
 		}
 	}
-	if err := record(g); err != nil {
+	if err := edit.record(g); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "variant %s: %s (%.2f× the original %s), recorded in %s%s\n",
@@ -249,7 +189,98 @@ func quantizeBundle(dir, role string, qo quant.Options, force bool, checkSpeed b
 	return nil
 }
 
-// bundleRoles are the roles quantize --voice --role takes for an engine.
+// bundleRole settles --role for a bundle's engine: "" is the decoder of
+// a pipeline bundle, the model of a style_vector one; a pipeline's
+// encoder is refused.
+func bundleRole(engine, role string) (string, error) {
+	switch {
+	case engine != bundle.EnginePipeline && engine != bundle.EngineStyleVector:
+		return "", fmt.Errorf("a %s bundle is not supported; quantize its model with mynah quantize IN -o OUT", engine)
+	case role == "":
+		return bundleRoles(engine)[0], nil
+	case engine == bundle.EnginePipeline && role == bundle.RoleEncoder:
+		return "", usageError("--role encoder: the speaker encoder stays as it is; the speakers stored for this voice were made by it")
+	case slices.Contains(bundleRoles(engine), role):
+		return role, nil
+	}
+	return "", usageError("--role %s: a %s bundle's roles are %s", role, engine, strings.Join(bundleRoles(engine), ", "))
+}
+
+// variantEdit changes one precision's entry in a bundle's voice.json.
+// voice.json and a variant's file cannot change together, so every step
+// leaves a bundle that loads: an earlier variant of the precision is
+// unrecorded before a file of it is replaced, and the new one is
+// recorded as not passed until every check is done, so that a crash
+// meanwhile leaves nothing voices.precision auto would take.
+type variantEdit struct {
+	man       *bundle.Manifest
+	path      string // voice.json
+	precision string
+	// files are the variant's files: the earlier variant's for other
+	// roles (an fp16 decoder and an fp16 vocoder make one fp16 variant),
+	// and the new one once the caller adds it.
+	files     map[string]bundle.FileRef
+	previous  bundle.Variant
+	had       bool // there was an earlier variant of the precision
+	replacing bool // and it had a file for this role, which is replaced
+}
+
+// beginVariant starts an edit of b's precision variant that replaces (or
+// adds) the file of key fileKey.
+func beginVariant(b *bundle.Bundle, precision, fileKey string) (*variantEdit, error) {
+	e := &variantEdit{man: b.Manifest, path: filepath.Join(b.Dir, bundle.ManifestName), precision: precision,
+		files: map[string]bundle.FileRef{}}
+	if e.man.Variants == nil {
+		e.man.Variants = map[string]bundle.Variant{}
+	}
+	e.previous, e.had = e.man.Variants[precision]
+	for k, ref := range e.previous.Files {
+		if k != fileKey {
+			e.files[k] = ref
+		}
+	}
+	if _, e.replacing = e.previous.Files[fileKey]; e.replacing {
+		delete(e.man.Variants, precision)
+		if err := e.write(); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func (e *variantEdit) write() error {
+	out, err := e.man.Marshal()
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(e.path, out)
+}
+
+// record writes the variant with gate record g.
+func (e *variantEdit) record(g bundle.GateRecord) error {
+	e.man.Variants[e.precision] = bundle.Variant{Files: e.files, Gate: g}
+	return e.write()
+}
+
+// undo ends a refused or failed edit: the earlier variant comes back when
+// its files are untouched, and the new file (at path, for role) is
+// removed. It returns cause, saying so when the earlier variant is gone.
+func (e *variantEdit) undo(cause error, path, role string) error {
+	delete(e.man.Variants, e.precision)
+	if e.had && !e.replacing {
+		e.man.Variants[e.precision] = e.previous
+	}
+	if err := e.write(); err == nil {
+		os.Remove(path)
+	}
+	if e.replacing {
+		return fmt.Errorf("%w (the earlier %s variant was removed: its %s file was replaced)", cause, e.precision, role)
+	}
+	return cause
+}
+
+// bundleRoles are the roles quantize --voice --role takes for an engine,
+// the default first.
 func bundleRoles(engine string) []string {
 	if engine == bundle.EngineStyleVector {
 		return []string{bundle.RoleModel}
@@ -379,14 +410,24 @@ func gateOptions(mode quant.Mode, checkSpeed bool, prov ort.Provider) gate.Optio
 }
 
 func gateRecord(v *gate.Verdict, prov ort.Provider, cand, orig int) bundle.GateRecord {
-	summary := "passed"
+	s := "passed"
 	if err := v.Err(); err != nil {
-		summary = err.Error()
+		s = err.Error()
 	}
-	if len(summary) > 1000 {
-		summary = summary[:1000]
+	return bundle.GateRecord{Passed: v.Pass, Provider: string(prov), SizeRatio: float64(cand) / float64(orig), Summary: summary(s)}
+}
+
+// summary cuts a gate record's summary to the 1000 bytes voice.json
+// keeps, at a character boundary (the reports say "≥").
+func summary(s string) string {
+	if len(s) <= 1000 {
+		return s
 	}
-	return bundle.GateRecord{Passed: v.Pass, Provider: string(prov), SizeRatio: float64(cand) / float64(orig), Summary: summary}
+	cut := 1000
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
 
 func passNote(passed bool) string {
