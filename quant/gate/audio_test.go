@@ -191,6 +191,10 @@ func FuzzCompareAudio(f *testing.F) {
 			if m.SpectralCorrelation < -1-1e-9 || m.SpectralCorrelation > 1+1e-9 || m.LogMelDistance < 0 {
 				t.Fatalf("measure out of range: %+v", m)
 			}
+			if math.IsNaN(m.WarpedSpectralCorrelation) || m.WarpedSpectralCorrelation < -1-1e-9 || m.WarpedSpectralCorrelation > 1+1e-9 ||
+				math.IsNaN(m.WarpedLogMelDistance) || m.WarpedLogMelDistance < 0 {
+				t.Fatalf("warped measure out of range: %+v", m)
+			}
 		}
 	})
 }
