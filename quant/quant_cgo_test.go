@@ -106,20 +106,27 @@ func TestMatMulInORT(t *testing.T) {
 	within(t, "float model", exact, matmul(x, w, rows, k, n), flat(1, 1e-4))
 	for _, md := range modes {
 		t.Run(md.name, func(t *testing.T) {
-			q := quantize(t, m, &md.opts)
-			bs := md.opts.BlockSize
-			if bs == 0 {
-				bs = DefaultBlockSize
-			}
-			wd := dequantized(t, q, "W", k, n, bs)
-			bound := flat(n, 1e-4)
-			if md.levels > 0 {
-				bound = activationBound(x, wd, k, n, md.levels)
-			}
-			got := run(t, rt, q, in)
-			within(t, "quantized model", got, matmul(x, wd, rows, k, n), bound)
+			checkXW(t, rt, quantize(t, m, &md.opts), x, rows, k, n, md.opts.BlockSize, md.levels)
 		})
 	}
+}
+
+// checkXW runs q, a model of y = x·W with x [rows, k], on x and checks
+// that it computes x times W as q stores it (dequantized; blockSize 0
+// means DefaultBlockSize): within 1e-4, or, when the mode quantizes the
+// activations to levels, within activationBound.
+func checkXW(t *testing.T, rt *ort.Runtime, q *onnx.Model, x []float32, rows, k, n, blockSize int, levels float64) {
+	t.Helper()
+	if blockSize == 0 {
+		blockSize = DefaultBlockSize
+	}
+	wd := dequantized(t, q, "W", k, n, blockSize)
+	bound := flat(n, 1e-4)
+	if levels > 0 {
+		bound = activationBound(x, wd, k, n, levels)
+	}
+	got := run(t, rt, q, ort.Tensor{Name: "x", Shape: []int64{int64(rows), int64(k)}, Float32: x})
+	within(t, "quantized model", got, matmul(x, wd, rows, k, n), bound)
 }
 
 // TestNibbleOrderMatters shows the nbits check can fail: a reference that
@@ -302,13 +309,11 @@ func TestConstantWeightInORT(t *testing.T) {
 			if ops := Inspect(res.Model).Ops; ops["Constant"] != 0 {
 				t.Errorf("a Constant is left: %v", ops)
 			}
-			wd := dequantized(t, res.Model, "W", k, n, DefaultBlockSize)
-			bound := flat(n, 1e-4)
+			levels := 0.0
 			if md.Mode == ModeInt8 {
-				bound = activationBound(x, wd, k, n, 255)
+				levels = 255
 			}
-			got := run(t, rt, res.Model, ort.Tensor{Name: "x", Shape: []int64{rows, k}, Float32: x})
-			within(t, "quantized model", got, matmul(x, wd, rows, k, n), bound)
+			checkXW(t, rt, res.Model, x, rows, k, n, 0, levels)
 		})
 	}
 }

@@ -84,25 +84,33 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	// settings parses what both forms share: the mode with its options,
+	// and the provider the gate measures with.
+	settings := func() (quant.Options, ort.Provider, error) {
+		md, err := quant.ParseMode(*mode)
+		if err != nil {
+			return quant.Options{}, "", usageError("--mode: %v", err)
+		}
+		am, err := quant.ParseMode(*autoMatMul)
+		if err != nil {
+			return quant.Options{}, "", usageError("--auto-matmul: %v", err)
+		}
+		prov, err := ort.ParseProvider(*provider)
+		if err != nil {
+			return quant.Options{}, "", usageError("--provider: %v", err)
+		}
+		return quant.Options{Mode: md, ReduceRange: *reduce, Bits: *bits, BlockSize: *block, AccuracyLevel: *accuracy,
+			IncludeConv: *conv, RestFP16: *rest, EmbeddingsInt8: *emb, AutoMatMul: am, Progress: progress(stderr)}, prov, nil
+	}
 	if *voiceDir != "" {
 		if len(pos) > 0 || *out != "" {
 			return usageError("--voice takes no input model and no -o: the variant goes beside the voice")
 		}
-		md, err := quant.ParseMode(*mode)
+		qo, prov, err := settings()
 		if err != nil {
-			return usageError("--mode: %v", err)
+			return err
 		}
-		am, err := quant.ParseMode(*autoMatMul)
-		if err != nil {
-			return usageError("--auto-matmul: %v", err)
-		}
-		prov, err := ort.ParseProvider(*provider)
-		if err != nil {
-			return usageError("--provider: %v", err)
-		}
-		qo := quant.Options{Mode: md, ReduceRange: *reduce, Bits: *bits, BlockSize: *block, AccuracyLevel: *accuracy,
-			IncludeConv: *conv, RestFP16: *rest, EmbeddingsInt8: *emb, AutoMatMul: am, Progress: progress(stderr)}
-		if err := quantizeVoice(*voiceDir, *role, qo, *force, *speed || md == quant.ModeAuto, prov, stdout, stderr); err != nil {
+		if err := quantizeVoice(*voiceDir, *role, qo, *force, *speed || qo.Mode == quant.ModeAuto, prov, stdout, stderr); err != nil {
 			return fmt.Errorf("quantize --voice %s: %w", *voiceDir, err)
 		}
 		return nil
@@ -119,43 +127,21 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprint(stdout, quant.Inspect(m).String())
 		return nil
 	}
-	md, err := quant.ParseMode(*mode)
+	qo, prov, err := settings()
 	if err != nil {
-		return usageError("--mode: %v", err)
+		return err
 	}
-	am, err := quant.ParseMode(*autoMatMul)
-	if err != nil {
-		return usageError("--auto-matmul: %v", err)
-	}
+	md := qo.Mode
 	if *out == "" {
 		return usageError("quantize needs -o OUT.onnx")
 	}
 	if abs(*out) == abs(in) {
 		return usageError("-o must not be the input: the original is what the result is checked against")
 	}
-	prov, err := ort.ParseProvider(*provider)
+	qo.Dir = filepath.Dir(in)
+	res, cand, _, err := quantizeModel(m, qo, stdout)
 	if err != nil {
-		return usageError("--provider: %v", err)
-	}
-
-	res, err := quant.Quantize(m, &quant.Options{
-		Mode: md, ReduceRange: *reduce, Bits: *bits, BlockSize: *block, AccuracyLevel: *accuracy,
-		IncludeConv: *conv, RestFP16: *rest, EmbeddingsInt8: *emb, AutoMatMul: am, Dir: filepath.Dir(in),
-		Progress: progress(stderr),
-	})
-	if err != nil {
-		return fmt.Errorf("quantize: %w", err)
-	}
-	fmt.Fprint(stdout, res.Report.String())
-	if len(res.Report.Rows) == 0 {
-		return fmt.Errorf("quantize: nothing written: --mode %s rewrites no weight of this model (--mode inspect shows what it has)", md)
-	}
-	if md == quant.ModeNBits && !slices.ContainsFunc(res.Report.Rows, func(r quant.Row) bool { return r.Mode == quant.ModeNBits }) {
-		return fmt.Errorf("quantize: nothing written: --mode nbits: no MatMul of this model is wide enough for 4 bits (K and N at least %d); --mode int8 quantizes the narrow ones", quant.NBitsMinDim)
-	}
-	cand, err := onnx.Encode(res.Model)
-	if err != nil {
-		return fmt.Errorf("quantize: %w", err)
+		return fmt.Errorf("quantize: nothing written: %w", err)
 	}
 
 	var verdict *gate.Verdict

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -378,9 +377,8 @@ func quantizeModel(m *onnx.Model, qo quant.Options, stdout io.Writer) (*quant.Re
 		return nil, nil, "", err
 	}
 	fmt.Fprint(stdout, res.Report.String())
-	cand, err := onnx.Encode(res.Model)
-	if err != nil {
-		return nil, nil, "", err
+	if len(res.Report.Rows) == 0 {
+		return nil, nil, "", fmt.Errorf("--mode %s rewrites no weight of this model (--mode inspect shows what it has)", qo.Mode)
 	}
 	// The variant is named by its smallest weights: nbits mode keeps
 	// narrow MatMuls in int8, and auto stores what it does not make
@@ -396,11 +394,12 @@ func quantizeModel(m *onnx.Model, qo quant.Options, stdout io.Writer) (*quant.Re
 			precision = bundle.PrecisionNBits
 		}
 	}
-	if len(res.Report.Rows) == 0 {
-		return nil, nil, "", errors.New("nothing to quantize in this model with this mode")
-	}
 	if qo.Mode == quant.ModeNBits && precision != bundle.PrecisionNBits {
 		return nil, nil, "", fmt.Errorf("--mode nbits: no MatMul of this model is wide enough for 4 bits (K and N at least %d); --mode int8 quantizes the narrow ones", quant.NBitsMinDim)
+	}
+	cand, err := onnx.Encode(res.Model)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	return res, cand, precision, nil
 }

@@ -97,6 +97,13 @@ func (m AudioMetrics) LengthDiffFraction() float64 {
 // rate (Hz; it sets the frame length and the mel scale). Samples are
 // float32 PCM in [-1, 1]; use Int16ToFloat32 for 16-bit PCM.
 func CompareAudio(ref, test []float32, rate int) AudioMetrics {
+	return compareAudio(ref, test, rate, true)
+}
+
+// compareAudio is CompareAudio; without warp it leaves the warped
+// measures NaN and saves their time warping, which the checks of a
+// candidate whose timing is given never read.
+func compareAudio(ref, test []float32, rate int, warp bool) AudioMetrics {
 	m := AudioMetrics{LengthDiff: len(test) - len(ref), RefSamples: len(ref), TestSamples: len(test)}
 	for _, v := range test {
 		if !finite32(v) {
@@ -127,7 +134,7 @@ func CompareAudio(ref, test []float32, rate int) AudioMetrics {
 		m.SNR = 10 * math.Log10(sig/noise)
 	}
 	m.AlignedSNR = alignedSNR(ref, test, rate)
-	m.SpectralCorrelation, m.LogMelDistance, m.WarpedSpectralCorrelation, m.WarpedLogMelDistance = spectralMeasures(ref, test, rate)
+	m.SpectralCorrelation, m.LogMelDistance, m.WarpedSpectralCorrelation, m.WarpedLogMelDistance = spectralMeasures(ref, test, rate, warp)
 	return m
 }
 
@@ -249,9 +256,9 @@ func analyze(sig []float32, n, size int, an *analyzer) frames {
 
 // spectralMeasures returns the spectral correlation and the log-mel
 // distance of two signals (zero-padded to the same length), frame i of
-// one against frame i of the other, and the same two along the time
-// warping path between them.
-func spectralMeasures(ref, test []float32, rate int) (corr, melDist, warpedCorr, warpedMel float64) {
+// one against frame i of the other, and with warp the same two along the
+// time warping path between them (else NaN).
+func spectralMeasures(ref, test []float32, rate int, warp bool) (corr, melDist, warpedCorr, warpedMel float64) {
 	size := frameLength(rate)
 	an := analyzerFor(size, rate)
 	n := max(len(ref), len(test))
@@ -261,6 +268,9 @@ func spectralMeasures(ref, test []float32, rate int) (corr, melDist, warpedCorr,
 		pairs[i] = [2]int{i, i}
 	}
 	corr, melDist = pairMeasures(a, b, pairs, size)
+	if !warp {
+		return corr, melDist, math.NaN(), math.NaN()
+	}
 	var loudestMel float64
 	for _, m := range a.mel {
 		for _, v := range m {

@@ -219,7 +219,7 @@ func audioJudge(th Thresholds, rate int, warp bool) func(v *Verdict, a, b []reco
 			spectral = "warped audio"
 		}
 		for i := range a {
-			m := CompareAudio(a[i].outputs[0].Float32, b[i].outputs[0].Float32, rate)
+			m := compareAudio(a[i].outputs[0].Float32, b[i].outputs[0].Float32, rate, warp)
 			if warp {
 				m.SpectralCorrelation, m.LogMelDistance = m.WarpedSpectralCorrelation, m.WarpedLogMelDistance
 			}
