@@ -44,9 +44,14 @@ RACEFLAGS := -race -gcflags='github.com/gordonklaus/portaudio=-d=checkptr=0'
 
 # The phrase codec has an AVX2 kernel on amd64; -tags purego runs its
 # tests again on the pure Go path that arm64 devices use.
+#
+# int8 weights are stored per class of CPU (quant/cpuclass); test-avx2.sh
+# runs quant's int8 tests again on valgrind's CPU, AVX2 without VNNI, so
+# every x86 machine checks the class it is not.
 test: setup vet
 	$(GO) test $(RACEFLAGS) -count=1 ./...
 	$(GO) test -tags purego -count=1 ./audio/
+	scripts/test-avx2.sh
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/mynah-tts/mynah/audio/voice/demo"
+	"github.com/mynah-tts/mynah/quant/cpuclass"
+	"github.com/mynah-tts/mynah/quant/embed"
 	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
@@ -101,4 +104,87 @@ func BenchmarkQuantizeDecoder(b *testing.B) {
 			b.ReportMetric(res.Report.Ratio(), "size_ratio")
 		})
 	}
+}
+
+// BenchmarkInt8Formats runs the cloning kit's decoder (a 64-token prompt,
+// then 48 single-token steps, as the engine decodes) quantized to int8 in
+// every weight format, on this CPU, against float32. Metrics:
+//
+//   - 1-cosine: one minus the cosine of the prosody the variant decodes
+//     with the float32 one's (0 is identical);
+//   - exact: 1 when ONNX Runtime computes the format exactly on this
+//     CPU's class (cpuclass.Int8Format.ExactOn), 0 where pairs of
+//     products may saturate;
+//   - time-x: ns/op over the float32 sub-benchmark's, when run in the
+//     same invocation (compare the rows; these machines are noisy).
+//
+// On x86 CPUs with VNNI, valgrind's CPU (AVX2, no VNNI) runs the AVX2
+// kernels: scripts/bench-int8-avx2.sh counts their instructions there.
+func BenchmarkInt8Formats(b *testing.B) {
+	rt := openORT(b)
+	kit, err := demo.BuildCloning(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fp32 := kit[demo.DecoderFile]
+	m, err := onnx.Decode(fp32, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	open := func(b *testing.B, data []byte) *ort.Session {
+		s, err := rt.NewSession(data, &ort.SessionOptions{IntraOpThreads: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	}
+	want, err := decodeProsody(open(b, fp32))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var fp32NS float64
+	host := cpuclass.Host()
+	for _, f := range append([]cpuclass.Int8Format{""}, cpuclass.Formats...) {
+		name := "fp32"
+		if f != "" {
+			name = string(f)
+		}
+		b.Run(name, func(b *testing.B) {
+			data := fp32
+			if f != "" {
+				data = encoded(b, quantize(b, m, &Options{Mode: ModeInt8, Int8Format: f}))
+			}
+			s := open(b, data)
+			var got []float32
+			b.ReportAllocs()
+			for b.Loop() {
+				if got, err = decodeProsody(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			if f == "" {
+				fp32NS = ns
+				return
+			}
+			b.ReportMetric(1-embed.Cosine(got, want), "1-cosine")
+			exact := 0.0
+			if f.ExactOn(host) {
+				exact = 1
+			}
+			b.ReportMetric(exact, "exact")
+			if fp32NS > 0 {
+				b.ReportMetric(ns/fp32NS, "time-x")
+			}
+		})
+	}
+}
+
+func encoded(b *testing.B, m *onnx.Model) []byte {
+	data, err := onnx.Encode(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
 }

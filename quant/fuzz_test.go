@@ -1,6 +1,8 @@
 package quant
 
 import (
+	"github.com/mynah-tts/mynah/quant/cpuclass"
+
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -48,7 +50,7 @@ func FuzzQuantize(f *testing.F) {
 			IncludeConv:    flags&4 != 0,
 			RestFP16:       flags&8 != 0,
 			EmbeddingsInt8: flags&16 != 0,
-			ReduceRange:    flags&32 != 0,
+			Int8Format:     cpuclass.Formats[int(flags>>5)%len(cpuclass.Formats)],
 			BlockSize:      16,
 		}
 		res, err := Quantize(m, o)

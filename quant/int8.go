@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/mynah-tts/mynah/quant/cpuclass"
 	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/onnx/onnxpb"
 )
@@ -40,8 +41,11 @@ func SymmetricInt8(w []float32, rows, cols, qmax int) (q []int8, scale []float32
 	return q, scale
 }
 
-func (rw *rewriter) qmax() int {
-	if rw.o.ReduceRange {
+// matMulQMax is the largest weight magnitude MatMulInteger weights take
+// in the chosen format; convolutions and embedding tables always take
+// 127 (see Options.Int8Format).
+func (rw *rewriter) matMulQMax() int {
+	if rw.o.Int8Format == cpuclass.ReducedRange {
 		return 63
 	}
 	return 127
@@ -71,8 +75,9 @@ func (rw *rewriter) matrix(t *onnxpb.TensorProto, transB bool) ([]float32, int, 
 	return v, r, c, nil
 }
 
-// int8Weight returns the names of t's int8 values [K, N] and scales [N],
-// making them on first use in the graph that owns t.
+// int8Weight returns the names of t's quantized values [K, N] and scales
+// [N], and the weight zero point MatMulInteger takes ("" for signed
+// formats), making them on first use in the graph that owns t.
 func (rw *rewriter) int8Weight(u use, t *onnxpb.TensorProto, owner *scope, transB bool) ([]string, error) {
 	key := qkey{t, "int8"}
 	if transB {
@@ -85,18 +90,27 @@ func (rw *rewriter) int8Weight(u use, t *onnxpb.TensorProto, owner *scope, trans
 	if err != nil {
 		return nil, err
 	}
-	q, scale := SymmetricInt8(w, k, n, rw.qmax())
+	q, scale := SymmetricInt8(w, k, n, rw.matMulQMax())
 	raw := make([]byte, len(q))
-	for i, x := range q {
-		raw[i] = byte(x)
+	dtype, suffix, zp := onnx.Int8, "_int8", ""
+	if rw.o.Int8Format == cpuclass.Unsigned {
+		dtype, suffix, zp = onnx.Uint8, "_uint8", rw.zeroPoint128()
 	}
-	wq := &onnxpb.TensorProto{Name: rw.name(t.GetName() + "_int8"), Dims: []int64{int64(k), int64(n)},
-		DataType: int32(onnx.Int8), RawData: raw}
+	for i, x := range q {
+		if zp != "" {
+			raw[i] = byte(int(x) + 128)
+		} else {
+			raw[i] = byte(x)
+		}
+	}
+	wq := &onnxpb.TensorProto{Name: rw.name(t.GetName() + suffix), Dims: []int64{int64(k), int64(n)},
+		DataType: int32(dtype), RawData: raw}
 	ws := onnx.Float32Tensor(rw.name(t.GetName()+"_scale"), []int64{int64(n)}, scale)
 	owner.added = append(owner.added, wq, ws)
-	names := []string{wq.Name, ws.Name}
+	names := []string{wq.Name, ws.Name, zp}
 	rw.qcache[key] = names
 	rw.addRow(u, t, int64(len(raw)+4*n), ModeInt8)
+	rw.report.Int8Format = rw.o.Int8Format
 	rw.step(t)
 	return names, nil
 }
@@ -205,8 +219,12 @@ func (rw *rewriter) matMulInt8(s *scope, n *onnxpb.NodeProto) ([]*onnxpb.NodePro
 		return nil, err
 	}
 	sc := rw.name(out + "_scale")
+	mmIn := []string{q[0], w[0], q[2]}
+	if w[2] != "" {
+		mmIn = append(mmIn, w[2])
+	}
 	nodes = append(nodes,
-		rw.node("MatMulInteger", []string{q[0], w[0], q[2]}, []string{y32}),
+		rw.node("MatMulInteger", mmIn, []string{y32}),
 		rw.node("Cast", []string{y32}, []string{yf}, onnx.AttrInt("to", int64(onnx.Float))),
 		rw.node("Mul", []string{q[1], scale}, []string{sc}))
 	if !hasBias(n, beta) {
@@ -267,7 +285,7 @@ func (rw *rewriter) convWeight(u use, t *onnxpb.TensorProto, owner *scope) ([]st
 	m := int(t.GetDims()[0])
 	per := len(v) / max(m, 1)
 	// Rows are output channels: quantize the transposed view per column.
-	q, scale := SymmetricInt8(transposed(v, m, per), per, m, rw.qmax())
+	q, scale := SymmetricInt8(transposed(v, m, per), per, m, 127)
 	raw := make([]byte, len(v))
 	for ch := range m {
 		for j := range per {
@@ -339,7 +357,7 @@ func (rw *rewriter) gatherInt8(s *scope, n *onnxpb.NodeProto) ([]*onnxpb.NodePro
 			return nil, err
 		}
 		rows, cols := int(t.GetDims()[0]), int(t.GetDims()[1])
-		q, scale := SymmetricInt8(transposed(v, rows, cols), cols, rows, rw.qmax())
+		q, scale := SymmetricInt8(transposed(v, rows, cols), cols, rows, 127)
 		raw := make([]byte, len(v))
 		for r := range rows {
 			for c := range cols {

@@ -196,6 +196,14 @@ func dequantized(t testing.TB, m *onnx.Model, name string, k, n, blockSize int) 
 		}
 		return w
 	}
+	if q := find("_uint8"); q != nil {
+		s := floats(find("_scale"))
+		w := make([]float32, k*n)
+		for i, b := range q.GetRawData() {
+			w[i] = float32(int(b)-128) * s[i%n]
+		}
+		return w
+	}
 	if q := find("_q4"); q != nil {
 		return unblockwise4(q.GetRawData(), floats(find("_scales")), k, n, blockSize)
 	}

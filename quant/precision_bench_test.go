@@ -260,9 +260,16 @@ const (
 // KV tensors and prosody output into the next, under the gate's default
 // tensor names (which the cloning kit uses).
 func decoderWorkload(s *ort.Session) (int, error) {
+	prosody, err := decodeProsody(s)
+	return len(prosody), err
+}
+
+// decodeProsody is decoderWorkload, returning every run's prosody output
+// in order.
+func decodeProsody(s *ort.Session) ([]float32, error) {
 	vocab, err := strconv.Atoi(s.Metadata()[gate.VocabMetadataKey])
 	if err != nil || vocab < 2 {
-		return 0, fmt.Errorf("decoder metadata %q: want the vocabulary size", gate.VocabMetadataKey)
+		return nil, fmt.Errorf("decoder metadata %q: want the vocabulary size", gate.VocabMetadataKey)
 	}
 	var prevDim int64
 	past := map[string]ort.Tensor{}
@@ -275,14 +282,14 @@ func decoderWorkload(s *ort.Session) (int, error) {
 		}
 	}
 	if prevDim < 1 || len(past) == 0 {
-		return 0, fmt.Errorf("decoder lacks %q or past_key_values inputs", gate.DefaultDecoderPrev)
+		return nil, fmt.Errorf("decoder lacks %q or past_key_values inputs", gate.DefaultDecoderPrev)
 	}
 	// Fixed tokens: the same for every variant and every round.
 	tokens := make([]int64, precisionPromptTokens+precisionSteps)
 	for i := range tokens {
 		tokens[i] = int64((i*7919 + 13) % vocab)
 	}
-	var values int
+	var prosody []float32
 	prev := make([]float32, precisionPromptTokens*prevDim)
 	run := tokens[:precisionPromptTokens]
 	for step := -1; step < precisionSteps; step++ {
@@ -298,29 +305,29 @@ func decoderWorkload(s *ort.Session) (int, error) {
 		}
 		out, err := s.Run(in)
 		if err != nil {
-			return 0, fmt.Errorf("decoder step %d: %w", step, err)
+			return nil, fmt.Errorf("decoder step %d: %w", step, err)
 		}
 		var fed bool
 		for _, t := range out {
 			switch {
 			case t.Name == gate.DefaultDecoderFeedback:
 				if int64(len(t.Float32)) < prevDim {
-					return 0, fmt.Errorf("decoder step %d: prosody output has %d values", step, len(t.Float32))
+					return nil, fmt.Errorf("decoder step %d: prosody output has %d values", step, len(t.Float32))
 				}
 				prev = append(prev[:0], t.Float32[int64(len(t.Float32))-prevDim:]...)
-				values += len(t.Float32)
+				prosody = append(prosody, t.Float32...)
 				fed = true
 			case strings.HasPrefix(t.Name, "present."):
 				t.Name = "past_key_values." + strings.TrimPrefix(t.Name, "present.")
 				if _, ok := past[t.Name]; !ok {
-					return 0, fmt.Errorf("decoder step %d: output %q has no matching past input", step, t.Name)
+					return nil, fmt.Errorf("decoder step %d: output %q has no matching past input", step, t.Name)
 				}
 				past[t.Name] = t
 			}
 		}
 		if !fed || math.IsNaN(float64(prev[0])) {
-			return 0, fmt.Errorf("decoder step %d: no finite %q output", step, gate.DefaultDecoderFeedback)
+			return nil, fmt.Errorf("decoder step %d: no finite %q output", step, gate.DefaultDecoderFeedback)
 		}
 	}
-	return values, nil
+	return prosody, nil
 }

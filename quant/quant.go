@@ -39,6 +39,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mynah-tts/mynah/quant/cpuclass"
 	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/onnx/onnxpb"
 )
@@ -132,12 +133,17 @@ type Options struct {
 	// Mode is the rewrite; "" means ModeFP16Store.
 	Mode Mode
 
-	// ReduceRange (int8, and auto's int8) quantizes weights to 7 bits
-	// ([-63, 63]). CPUs without VNNI add pairs of uint8×int8 products in
-	// 16-bit registers, which can saturate with full-range weights;
-	// DynamicQuantizeLinear always uses the full uint8 range for
-	// activations, so the weights give up the bit.
-	ReduceRange bool
+	// Target is the class of CPU the model is for; "" means this one
+	// (cpuclass.Host). It decides Int8Format when that is unset.
+	Target cpuclass.Class
+
+	// Int8Format is how int8 (and auto's int8) stores MatMul and Gemm
+	// weights; "" means cpuclass.Int8FormatFor(Target): full-range int8
+	// where ONNX Runtime computes it exactly (VNNI, arm64), 7-bit weights
+	// elsewhere. Convolutions (ConvInteger takes uint8 weights) and
+	// embedding tables are stored at full range in every format: no
+	// kernel adds their products in 16 bits.
+	Int8Format cpuclass.Int8Format
 
 	// Bits is the nbits weight width: 4 (0 means 4). 2 and 3 are accepted
 	// to show the gate refusing a destructive setting: their weights are
@@ -219,6 +225,18 @@ func (o *Options) resolve() (Options, error) {
 	if r.AutoMatMul == "" {
 		r.AutoMatMul = ModeInt8
 	}
+	if r.Target == "" {
+		r.Target = cpuclass.Host()
+	}
+	if _, err := cpuclass.Parse(string(r.Target)); err != nil {
+		return r, fmt.Errorf("%w: Target: %w", ErrInvalidOptions, err)
+	}
+	if r.Int8Format == "" {
+		r.Int8Format = cpuclass.Int8FormatFor(r.Target)
+	}
+	if _, err := cpuclass.ParseInt8Format(string(r.Int8Format)); err != nil {
+		return r, fmt.Errorf("%w: Int8Format: %w", ErrInvalidOptions, err)
+	}
 	if r.AutoMatMul != ModeInt8 && r.AutoMatMul != ModeNBits {
 		return r, fmt.Errorf("%w: AutoMatMul %q: want int8 or nbits", ErrInvalidOptions, r.AutoMatMul)
 	}
@@ -262,7 +280,7 @@ func Quantize(m *onnx.Model, opts *Options) (*Result, error) {
 	if _, err := onnx.Encode(out); err != nil {
 		return nil, fmt.Errorf("quantize: %w", err)
 	}
-	rw.report.Mode = o.Mode
+	rw.report.Mode, rw.report.Target = o.Mode, o.Target
 	rw.report.BytesBefore = int64(proto.Size(m.Proto))
 	rw.report.BytesAfter = out.Size
 	return &Result{Model: out, Report: rw.report}, nil

@@ -4,10 +4,12 @@ package quant
 
 import (
 	"math"
+	"os"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/mynah-tts/mynah/quant/cpuclass"
 	"github.com/mynah-tts/mynah/quant/embed"
 	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/onnx/onnxpb"
@@ -78,20 +80,78 @@ func flat(n int, v float64) []float64 {
 }
 
 // modes are the settings every single-op model is quantized with; levels
-// is the activation quantization the mode implies (0: none).
-var modes = []struct {
-	name   string
-	opts   Options
-	levels float64
-}{
+// is the activation quantization the mode implies (0: none). int8 is the
+// format this CPU's class gets; the int8-<format> cases are every format
+// ONNX Runtime computes exactly on this CPU (TestSaturation shows the
+// one it does not).
+var modes = append([]mode{
 	{"fp16-store", Options{Mode: ModeFP16Store}, 0},
 	{"int8", Options{Mode: ModeInt8}, 255},
-	{"int8-reduce-range", Options{Mode: ModeInt8, ReduceRange: true}, 255},
 	{"nbits-fp32", Options{Mode: ModeNBits, AccuracyLevel: 1}, 0},
 	{"nbits-int8", Options{Mode: ModeNBits}, 127},
 	{"nbits-block16", Options{Mode: ModeNBits, BlockSize: 16, AccuracyLevel: 1}, 0},
 	{"nbits-2bit", Options{Mode: ModeNBits, Bits: 2, AccuracyLevel: 1}, 0},
 	{"auto", Options{Mode: ModeAuto}, 255},
+}, exactInt8Modes()...)
+
+type mode struct {
+	name   string
+	opts   Options
+	levels float64
+}
+
+func exactInt8Modes() []mode {
+	var ms []mode
+	for _, f := range cpuclass.Formats {
+		if f.ExactOn(cpuclass.Host()) {
+			ms = append(ms, mode{"int8-" + string(f), Options{Mode: ModeInt8, Int8Format: f}, 255})
+		}
+	}
+	return ms
+}
+
+// TestInt8Saturation proves that int8 weights are stored in a format
+// this CPU computes exactly: the chosen format (Int8FormatFor this
+// class) keeps y = x·W within the activation bound, and on a class where
+// ONNX Runtime's u8×s8 kernel adds pairs of products in 16 bits (avx2)
+// full-range weights are shown to leave it, so the test can tell. On
+// x86 CPUs with VNNI, make test runs this package's int8 tests again
+// under valgrind, whose CPU is AVX2 without VNNI (scripts/test-avx2.sh);
+// MYNAH_EXPECT_CPU_CLASS makes sure the class is the one meant.
+func TestInt8Saturation(t *testing.T) {
+	host := cpuclass.Host()
+	if want := os.Getenv("MYNAH_EXPECT_CPU_CLASS"); want != "" && string(host) != want {
+		t.Fatalf("this CPU is of class %s; MYNAH_EXPECT_CPU_CLASS says %s", host, want)
+	}
+	rt := openORT(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	const rows, k, n = 5, 80, 40
+	w, x := randn(rng, k*n, 0.2), randn(rng, rows*k, 1)
+	m := matMulModel(t, w, k, n)
+	excess := func(f cpuclass.Int8Format) float64 {
+		q := quantize(t, m, &Options{Mode: ModeInt8, Int8Format: f})
+		wd := dequantized(t, q, "W", k, n, 0)
+		got := run(t, rt, q, ort.Tensor{Name: "x", Shape: []int64{rows, k}, Float32: x})
+		want, bound := matmul(x, wd, rows, k, n), activationBound(x, wd, k, n, 255)
+		var worst float64
+		for i := range got {
+			worst = max(worst, math.Abs(float64(got[i]-want[i]))/bound[i%n])
+		}
+		return worst
+	}
+	chosen := cpuclass.Int8FormatFor(host)
+	if e := excess(chosen); e > 1 {
+		t.Fatalf("%s CPU, chosen format %s: off by %.2f× the bound", host, chosen, e)
+	}
+	full := excess(cpuclass.FullRange)
+	switch {
+	case cpuclass.FullRange.ExactOn(host) && full > 1:
+		t.Fatalf("%s CPU: full-range int8 is off by %.2f× the bound, but cpuclass says it is exact here", host, full)
+	case !cpuclass.FullRange.ExactOn(host) && full <= 1:
+		t.Fatalf("%s CPU: full-range int8 stayed within the bound (%.2f×): the test no longer shows the saturation it guards against", host, full)
+	}
+	t.Logf("%s CPU: chosen format %s within the bound; full-range s8 at %.2f× the bound (exact here: %v)",
+		host, chosen, full, cpuclass.FullRange.ExactOn(host))
 }
 
 func TestMatMulInORT(t *testing.T) {

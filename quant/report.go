@@ -4,11 +4,17 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/mynah-tts/mynah/quant/cpuclass"
 )
 
 // Report says what Quantize did, weight by weight.
 type Report struct {
 	Mode Mode
+	// Target is the class of CPU the model was made for, and Int8Format
+	// the format of its MatMulInteger weights ("" when it has none).
+	Target     cpuclass.Class
+	Int8Format cpuclass.Int8Format
 	// Rows has one entry per rewritten weight, in graph order. A weight
 	// shared by several nodes has one row, naming its first consumer.
 	Rows []Row
@@ -69,6 +75,9 @@ func (r Report) String() string {
 	}
 	if len(r.OpsetsAdded) > 0 {
 		fmt.Fprintf(&b, "opsets added: %s\n", strings.Join(r.OpsetsAdded, ", "))
+	}
+	if r.Int8Format != "" {
+		fmt.Fprintf(&b, "int8 MatMul weights: %s, for %s CPUs (exact on %v)\n", r.Int8Format, r.Target, r.Int8Format.ExactClasses())
 	}
 	fmt.Fprintf(&b, "%s: %d weights, %s → %s; model %s → %s (%.2f×)\n", r.Mode, len(r.Rows),
 		humanBytes(r.WeightBytesBefore), humanBytes(r.WeightBytesAfter),

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
+	"github.com/mynah-tts/mynah/quant/cpuclass"
 )
 
 // A Piper voice has no manifest, so its precision variants live beside it
@@ -85,7 +86,7 @@ func piperVariantModel(modelPath, precision string) (string, error) {
 	if precision == "" || precision == bundle.PrecisionFP32 {
 		return modelPath, nil
 	}
-	if _, err := bundle.ChoosePrecision(precision, PiperGates(modelPath), ""); err != nil {
+	if _, _, err := bundle.ChoosePrecision(precision, PiperGates(modelPath), "", cpuclass.Host()); err != nil {
 		return "", fmt.Errorf("%s: %w", modelPath, err)
 	}
 	path := PiperVariantPath(modelPath, precision)

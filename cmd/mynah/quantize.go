@@ -12,6 +12,7 @@ import (
 
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/quant"
+	"github.com/mynah-tts/mynah/quant/cpuclass"
 	"github.com/mynah-tts/mynah/quant/gate"
 	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/ort"
@@ -68,7 +69,8 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	bits := fs.Int("bits", quant.DefaultBits, "nbits: bits per weight (2 and 3 only to see the gate refuse them)")
 	block := fs.Int("block-size", quant.DefaultBlockSize, "nbits: weights per scale, a power of two 16..256")
 	accuracy := fs.Int("accuracy-level", quant.DefaultAccuracyLevel, "nbits: ONNX Runtime's accuracy_level (4 = int8 dot products)")
-	reduce := fs.Bool("reduce-range", false, "int8: 7-bit weights, for CPUs without VNNI")
+	target := fs.String("target", "auto", "int8: the CPU the model is for: vnni, avx2, arm64, or auto (this one, "+string(cpuclass.Host())+"); it picks --int8-format")
+	int8Format := fs.String("int8-format", "", "int8: MatMul weight format s8, s8-7bit or u8 (default: the --target's)")
 	conv := fs.Bool("include-conv", false, "int8/auto: quantize Conv too (usually slower and noisier on CPUs)")
 	rest := fs.Bool("rest-fp16", false, "int8/nbits: store the remaining float weights as fp16")
 	emb := fs.Bool("embeddings-int8", false, "store Gather tables (embeddings) as int8 per row")
@@ -99,7 +101,19 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err != nil {
 			return quant.Options{}, "", usageError("--provider: %v", err)
 		}
-		return quant.Options{Mode: md, ReduceRange: *reduce, Bits: *bits, BlockSize: *block, AccuracyLevel: *accuracy,
+		tgt := cpuclass.Host()
+		if *target != "auto" {
+			if tgt, err = cpuclass.Parse(*target); err != nil {
+				return quant.Options{}, "", usageError("--target: %v (or auto)", err)
+			}
+		}
+		var f cpuclass.Int8Format
+		if *int8Format != "" {
+			if f, err = cpuclass.ParseInt8Format(*int8Format); err != nil {
+				return quant.Options{}, "", usageError("--int8-format: %v", err)
+			}
+		}
+		return quant.Options{Mode: md, Target: tgt, Int8Format: f, Bits: *bits, BlockSize: *block, AccuracyLevel: *accuracy,
 			IncludeConv: *conv, RestFP16: *rest, EmbeddingsInt8: *emb, AutoMatMul: am, Progress: progress(stderr)}, prov, nil
 	}
 	if *voiceDir != "" {
@@ -145,7 +159,9 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 
 	var verdict *gate.Verdict
-	if !*noGate {
+	if g := unjudgedRecord(res.Report, cpuclass.Host(), prov, len(cand), len(data)); g.Unjudged && !*noGate {
+		fmt.Fprintf(stdout, "gate [%s]: NOT JUDGED: %s\n", precisionOf(md), g.Summary)
+	} else if !*noGate {
 		if verdict, err = runGate(in, m, data, cand, md, *kind, *speed || md == quant.ModeAuto, prov); err != nil {
 			return fmt.Errorf("quality gate: %w", err)
 		}

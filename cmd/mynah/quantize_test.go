@@ -14,6 +14,8 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
+	"github.com/mynah-tts/mynah/quant/cpuclass"
+	"github.com/mynah-tts/mynah/quant"
 	"github.com/mynah-tts/mynah/quant/benchmodel"
 )
 
@@ -201,7 +203,7 @@ func TestQuantizeVoiceVariants(t *testing.T) {
 			t.Fatalf("recorded %s variant %+v", mode, v)
 		}
 	}
-	if p, _ := bundle.ChoosePrecision("auto", load().Manifest.Gates(), "cpu"); p != "nbits" {
+	if p, _, _ := bundle.ChoosePrecision("auto", load().Manifest.Gates(), "cpu", cpuclass.Host()); p != "nbits" {
 		t.Errorf("auto picks %s, want the smallest that passed (nbits)", p)
 	}
 	if _, _, err := mynah(t, "quantize", "--voice", kit, "--mode", "nbits", "--bits", "2"); err == nil {
@@ -273,7 +275,7 @@ func TestQuantizeVoiceVariants(t *testing.T) {
 	if _, _, err := mynah(t, "quantize", "--voice", piper, "--mode", "fp16-store"); err != nil {
 		t.Fatalf("demo voice fp16 variant: %v", err)
 	}
-	if p, _ := bundle.ChoosePrecision("auto", voice.PiperGates(model), ""); p != "fp16" {
+	if p, _, _ := bundle.ChoosePrecision("auto", voice.PiperGates(model), "", cpuclass.Host()); p != "fp16" {
 		t.Errorf("auto picks %s, want the fp16 variant that passed", p)
 	}
 	if _, _, err := mynah(t, "quantize", "--voice", piper, "--mode", "int8", "--include-conv"); err == nil || !strings.Contains(err.Error(), "spectral-correlation") {
@@ -289,7 +291,7 @@ func TestQuantizeVoiceVariants(t *testing.T) {
 	if g, ok := gates["int8"]; !ok || g.Passed {
 		t.Errorf("forced variant recorded as %+v, want failed", gates)
 	}
-	if p, _ := bundle.ChoosePrecision("auto", gates, ""); p != "fp16" {
+	if p, _, _ := bundle.ChoosePrecision("auto", gates, "", cpuclass.Host()); p != "fp16" {
 		t.Errorf("auto picks %s, want fp16 over a failed int8", p)
 	}
 	if found, err := voice.FindPiper(piper); err != nil || found != model {
@@ -325,5 +327,73 @@ func TestSummaryCutsAtACharacter(t *testing.T) {
 	}
 	if summary("passed") != "passed" {
 		t.Error("a short summary changed")
+	}
+}
+
+// TestQuantizeTargets makes the kit's int8 decoder for every class of
+// CPU: each records the format its class gets and the CPU the gate ran
+// on, and is judged here exactly where its format is exact here (a
+// format that saturates on this CPU is recorded as unjudged, which auto
+// never takes).
+func TestQuantizeTargets(t *testing.T) {
+	kit := t.TempDir()
+	if err := demo.WriteCloning(kit, nil); err != nil {
+		t.Fatal(err)
+	}
+	host := cpuclass.Host()
+	for _, target := range cpuclass.Classes {
+		format := cpuclass.Int8FormatFor(target)
+		out, stderr, err := mynah(t, "quantize", "--voice", kit, "--mode", "int8", "--target", string(target))
+		if err != nil {
+			t.Fatalf("--target %s: %v\n%s%s", target, err, out, stderr)
+		}
+		if !strings.Contains(out, "int8 MatMul weights: "+string(format)+", for "+string(target)+" CPUs") {
+			t.Errorf("--target %s: the report does not name the format %s:\n%s", target, format, out)
+		}
+		b, err := bundle.Load(kit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := b.Manifest.Variants["int8"].Gate
+		judged := format.ExactOn(host)
+		if g.CPU != string(host) || g.Int8Format != string(format) || g.Unjudged == judged || g.Passed != judged {
+			t.Errorf("--target %s on a %s CPU recorded %+v; want format %s, judged %v", target, host, g, format, judged)
+		}
+		p, _, _ := bundle.ChoosePrecision("auto", b.Manifest.Gates(), "", host)
+		if (p == "int8") != judged {
+			t.Errorf("--target %s: auto on this %s CPU picks %s", target, host, p)
+		}
+		t.Logf("--target %s: %s weights, judged here (%s): %v", target, format, host, judged)
+	}
+	if _, _, err := mynah(t, "quantize", "--voice", kit, "--mode", "int8", "--target", "sse2"); exitCode(err) != 2 {
+		t.Errorf("--target sse2: %v, want a usage error", err)
+	}
+	if _, _, err := mynah(t, "quantize", "--voice", kit, "--mode", "int8", "--int8-format", "s4"); exitCode(err) != 2 {
+		t.Errorf("--int8-format s4: %v, want a usage error", err)
+	}
+}
+
+// TestUnjudgedRecord: full-range weights on an avx2 CPU cannot be judged
+// there; 7-bit and u8 weights, and models without int8 MatMuls, can.
+func TestUnjudgedRecord(t *testing.T) {
+	for _, tc := range []struct {
+		format   cpuclass.Int8Format
+		host     cpuclass.Class
+		unjudged bool
+	}{
+		{cpuclass.FullRange, cpuclass.AVX2, true},
+		{cpuclass.FullRange, cpuclass.VNNI, false},
+		{cpuclass.FullRange, cpuclass.ARM64, false},
+		{cpuclass.ReducedRange, cpuclass.AVX2, false},
+		{cpuclass.Unsigned, cpuclass.AVX2, false},
+		{"", cpuclass.AVX2, false},
+	} {
+		g := unjudgedRecord(quant.Report{Target: cpuclass.VNNI, Int8Format: tc.format}, tc.host, "cpu", 1, 4)
+		if g.Unjudged != tc.unjudged || g.Passed || g.CPU != string(tc.host) || g.Int8Format != string(tc.format) || g.SizeRatio != 0.25 {
+			t.Errorf("%s on %s: %+v, want unjudged %v", tc.format, tc.host, g, tc.unjudged)
+		}
+		if g.Unjudged && !strings.Contains(g.Summary, "[vnni arm64]") {
+			t.Errorf("the summary does not say where it can be judged: %s", g.Summary)
+		}
 	}
 }

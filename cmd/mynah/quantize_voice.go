@@ -16,6 +16,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/quant"
+	"github.com/mynah-tts/mynah/quant/cpuclass"
 	"github.com/mynah-tts/mynah/quant/gate"
 	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/ort"
@@ -55,24 +56,30 @@ func quantizeVoice(dir, role string, qo quant.Options, force bool, checkSpeed bo
 	if err != nil {
 		return err
 	}
-	v, err := withRuntime(func(rt *ort.Runtime) (*gate.Verdict, error) {
-		return gate.CheckVoice(rt, data, cand, &gate.VoiceOptions{
-			Options:      gateOptions(qo.Mode, checkSpeed, prov),
-			PhonemeIDMap: cfg.PhonemeIDMap, SampleRate: cfg.Audio.SampleRate,
+	g := unjudgedRecord(res.Report, cpuclass.Host(), prov, len(cand), len(data))
+	if g.Unjudged {
+		fmt.Fprintf(stdout, "gate [%s]: NOT JUDGED: %s\n", precisionOf(qo.Mode), g.Summary)
+	} else {
+		v, err := withRuntime(func(rt *ort.Runtime) (*gate.Verdict, error) {
+			return gate.CheckVoice(rt, data, cand, &gate.VoiceOptions{
+				Options:      gateOptions(qo.Mode, checkSpeed, prov),
+				PhonemeIDMap: cfg.PhonemeIDMap, SampleRate: cfg.Audio.SampleRate,
+			})
 		})
-	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprint(stdout, v.String())
-	if !v.Pass && !force {
-		return fmt.Errorf("no variant written: %w (--force records it as failed)", v.Err())
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, v.String())
+		if !v.Pass && !force {
+			return fmt.Errorf("no variant written: %w (--force records it as failed)", v.Err())
+		}
+		g = gateRecord(v, prov, len(cand), len(data), res.Report)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(cfgData, &doc); err != nil {
 		return err
 	}
-	doc[voice.VariantKey] = voice.VariantRecord{Precision: precision, OriginalSHA256: m.Digest, Gate: gateRecord(v, prov, len(cand), len(data))}
+	doc[voice.VariantKey] = voice.VariantRecord{Precision: precision, OriginalSHA256: m.Digest, Gate: g}
 	variantCfg, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
@@ -84,7 +91,7 @@ func quantizeVoice(dir, role string, qo quant.Options, force bool, checkSpeed bo
 	if err := writeFileAtomic(path+".json", append(variantCfg, '\n')); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "variant %s: %s (%.2f× the original)%s\n", precision, path, float64(len(cand))/float64(len(data)), passNote(v.Pass))
+	fmt.Fprintf(stdout, "variant %s: %s (%.2f× the original)%s\n", precision, path, float64(len(cand))/float64(len(data)), passNote(g))
 	return nil
 }
 
@@ -116,8 +123,9 @@ func quantizeBundle(dir, role string, qo quant.Options, force bool, checkSpeed b
 		return err
 	}
 	fileKey := man.Role(role).File // the key of "files" a variant replaces
+	unjudged := unjudgedRecord(res.Report, cpuclass.Host(), prov, len(cand), len(data))
 	var v *gate.Verdict
-	if role == bundle.RoleDecoder {
+	if role == bundle.RoleDecoder && !unjudged.Unjudged {
 		d := man.Decoder
 		v, err = withRuntime(func(rt *ort.Runtime) (*gate.Verdict, error) {
 			return gate.CheckDecoder(rt, data, cand, &gate.DecoderOptions{
@@ -149,9 +157,25 @@ func quantizeBundle(dir, role string, qo quant.Options, force bool, checkSpeed b
 	}
 	edit.files[fileKey] = bundle.FileRef{Path: rel, SHA256: sha256Hex(written), Size: int64(len(written))}
 
-	g := bundle.GateRecord{Passed: true, Provider: string(prov), SizeRatio: float64(len(cand)) / float64(len(data)), Summary: "passed"}
-	if v != nil {
-		g = gateRecord(v, prov, len(cand), len(data))
+	// The variant's int8 format is the one of all its int8 files: those of
+	// the other roles it keeps, and this one's.
+	rep := res.Report
+	if kept := e8(edit); kept != "" && len(edit.files) > 1 {
+		if rep.Int8Format != "" && rep.Int8Format != kept {
+			return edit.undo(fmt.Errorf("the %s variant's other files hold %s int8 weights and this %s would hold %s: quantize it with --int8-format %s, or remake the variant",
+				precision, kept, role, rep.Int8Format, kept), path, role)
+		}
+		rep.Int8Format = kept
+		unjudged = unjudgedRecord(rep, cpuclass.Host(), prov, len(cand), len(data))
+	}
+	g := bundle.GateRecord{Passed: true, Provider: string(prov), SizeRatio: float64(len(cand)) / float64(len(data)), Summary: "passed",
+		CPU: string(cpuclass.Host()), Int8Format: string(rep.Int8Format)}
+	switch {
+	case unjudged.Unjudged:
+		fmt.Fprintf(stdout, "gate [%s]: NOT JUDGED: %s\n", precisionOf(qo.Mode), unjudged.Summary)
+		g = unjudged
+	case v != nil:
+		g = gateRecord(v, prov, len(cand), len(data), rep)
 	}
 	if g.Passed {
 		// What a listener hears goes through every model of the bundle, so
@@ -184,7 +208,7 @@ func quantizeBundle(dir, role string, qo quant.Options, force bool, checkSpeed b
 		return err
 	}
 	fmt.Fprintf(stdout, "variant %s: %s (%.2f× the original %s), recorded in %s%s\n",
-		precision, path, float64(len(cand))/float64(len(data)), role, bundle.ManifestName, passNote(g.Passed))
+		precision, path, float64(len(cand))/float64(len(data)), role, bundle.ManifestName, passNote(g))
 	return nil
 }
 
@@ -408,12 +432,36 @@ func gateOptions(mode quant.Mode, checkSpeed bool, prov ort.Provider) gate.Optio
 	return gate.Options{Precision: precisionOf(mode), CheckSpeed: checkSpeed, Session: &ort.SessionOptions{Provider: prov}}
 }
 
-func gateRecord(v *gate.Verdict, prov ort.Provider, cand, orig int) bundle.GateRecord {
+func gateRecord(v *gate.Verdict, prov ort.Provider, cand, orig int, rep quant.Report) bundle.GateRecord {
 	s := "passed"
 	if err := v.Err(); err != nil {
 		s = err.Error()
 	}
-	return bundle.GateRecord{Passed: v.Pass, Provider: string(prov), SizeRatio: float64(cand) / float64(orig), Summary: summary(s)}
+	return bundle.GateRecord{Passed: v.Pass, Provider: string(prov), SizeRatio: float64(cand) / float64(orig), Summary: summary(s),
+		CPU: string(cpuclass.Host()), Int8Format: string(rep.Int8Format)}
+}
+
+// unjudgedRecord is the gate record of a variant the gate cannot judge
+// on this CPU (of class host): its int8 weights are in a format ONNX
+// Runtime does not compute exactly here (made with --target for another
+// CPU). Unjudged is false when the gate can judge it.
+func unjudgedRecord(rep quant.Report, host cpuclass.Class, prov ort.Provider, cand, orig int) bundle.GateRecord {
+	g := bundle.GateRecord{Provider: string(prov), SizeRatio: float64(cand) / float64(orig), CPU: string(host), Int8Format: string(rep.Int8Format)}
+	if rep.Int8Format == "" || rep.Int8Format.ExactOn(host) {
+		return g
+	}
+	g.Unjudged = true
+	g.Summary = fmt.Sprintf("not judged: its %s int8 weights saturate on this %s CPU, so the gate cannot run them here; judge it on a CPU of class %v, or name its precision in that device's config",
+		rep.Int8Format, host, rep.Int8Format.ExactClasses())
+	return g
+}
+
+// e8 is the int8 format of the variant an edit extends ("" if none).
+func e8(e *variantEdit) cpuclass.Int8Format {
+	if !e.had {
+		return ""
+	}
+	return cpuclass.Int8Format(e.previous.Gate.Int8Format)
 }
 
 // summary cuts a gate record's summary to the 1000 bytes voice.json
@@ -429,11 +477,14 @@ func summary(s string) string {
 	return s[:cut]
 }
 
-func passNote(passed bool) string {
-	if passed {
-		return ""
+func passNote(g bundle.GateRecord) string {
+	switch {
+	case g.Unjudged:
+		return "; it is recorded as NOT JUDGED: voices.precision auto never takes it, a precision named in the config does"
+	case !g.Passed:
+		return "; it FAILED the gate and is recorded so: voices.precision auto never takes it"
 	}
-	return "; it FAILED the gate and is recorded so: voices.precision auto never takes it"
+	return ""
 }
 
 func withRuntime(f func(rt *ort.Runtime) (*gate.Verdict, error)) (*gate.Verdict, error) {

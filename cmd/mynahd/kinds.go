@@ -14,6 +14,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/cache"
 	"github.com/mynah-tts/mynah/daemon"
+	"github.com/mynah-tts/mynah/quant/cpuclass"
 )
 
 // Voice kinds: a plain Piper directory, or a bundle whose voice.json names
@@ -143,7 +144,9 @@ func (vs *voiceSet) loadPrecision(name, kind, path, precision string) (*loadedVo
 
 // choosePrecision settles which variant of the voice to load: the
 // voice's entry in voices.precisions, else voices.precision; auto takes
-// the smallest variant whose gate passed (for onnx.provider).
+// the smallest variant whose gate passed (for onnx.provider) and that is
+// usable on this CPU, with one warning naming any smaller one it passed
+// over and why.
 func (vs *voiceSet) choosePrecision(name, kind, path string) (string, error) {
 	want := vs.wants(name)
 	var gates map[string]bundle.GateRecord
@@ -166,7 +169,11 @@ func (vs *voiceSet) choosePrecision(name, kind, path string) (string, error) {
 		}
 		gates = m.Gates()
 	}
-	return bundle.ChoosePrecision(want, gates, vs.provider)
+	precision, passedOver, err := bundle.ChoosePrecision(want, gates, vs.provider, cpuclass.Host())
+	if passedOver != "" {
+		vs.log.Warn("voice variant passed over for this CPU", "voice", name, "cpu", cpuclass.Host(), "precision", precision, "why", passedOver)
+	}
+	return precision, err
 }
 
 func piperVoice(name string, v *voice.Piper) *loadedVoice {

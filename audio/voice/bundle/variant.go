@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
+
+	"github.com/mynah-tts/mynah/quant/cpuclass"
 )
 
 // Precisions a variant may have (`mynah quantize --voice` writes them).
@@ -35,6 +38,41 @@ type GateRecord struct {
 	SizeRatio float64 `json:"size_ratio"`
 	// Summary is the gate's one-line result, for people.
 	Summary string `json:"summary,omitempty"`
+	// CPU is the class of CPU the gate ran on (vnni, avx2, arm64; see
+	// package quant/cpuclass), and Int8Format the format of the
+	// variant's int8 MatMul weights ("" when it has none). ONNX Runtime
+	// computes a format either exactly or not at all well on a class, and
+	// exactly means the same integers on every class where it is exact,
+	// so the verdict holds wherever Int8Format is exact.
+	CPU        string `json:"cpu,omitempty"`
+	Int8Format string `json:"int8_format,omitempty"`
+	// Unjudged means the gate could not judge the variant: it was made
+	// for another class of CPU (mynah quantize --target) in a format not
+	// exact where it was made. Passed is then false; auto never takes it,
+	// a precision named in the config does.
+	Unjudged bool `json:"unjudged,omitempty"`
+}
+
+// UsableOn reports whether a variant with gate record g computes on CPUs
+// of class c what its gate judged, and if not, why not. A variant
+// without int8 MatMul weights is usable everywhere. One recorded before
+// mynah recorded CPU classes (no cpu) may hold full-range int8 weights,
+// which saturate on avx2 CPUs.
+func (g GateRecord) UsableOn(precision string, c cpuclass.Class) (bool, string) {
+	if g.Int8Format == "" {
+		if g.CPU == "" && (precision == PrecisionInt8 || precision == PrecisionNBits) && !cpuclass.FullRange.ExactOn(c) {
+			return false, fmt.Sprintf("it records no CPU class (made by an older mynah) and may hold int8 weights that saturate on %s CPUs: quantize it again", c)
+		}
+		return true, ""
+	}
+	f, err := cpuclass.ParseInt8Format(g.Int8Format)
+	if err != nil {
+		return false, err.Error()
+	}
+	if !f.ExactOn(c) {
+		return false, fmt.Sprintf("its %s int8 weights saturate on %s CPUs like this one: quantize it again here (mynah quantize --voice DIR --mode %s)", f, c, precision)
+	}
+	return true, ""
 }
 
 func (m *Manifest) checkVariants() error {
@@ -63,6 +101,15 @@ func (m *Manifest) checkVariants() error {
 		if err := checkName(field+".gate.provider", v.Gate.Provider); err != nil && v.Gate.Provider != "" {
 			return err
 		}
+		if _, err := cpuclass.Parse(v.Gate.CPU); err != nil && v.Gate.CPU != "" {
+			return invalid(field+".gate.cpu", "%v", err)
+		}
+		if _, err := cpuclass.ParseInt8Format(v.Gate.Int8Format); err != nil && v.Gate.Int8Format != "" {
+			return invalid(field+".gate.int8_format", "%v", err)
+		}
+		if v.Gate.Unjudged && v.Gate.Passed {
+			return invalid(field+".gate", "unjudged and passed at once")
+		}
 		if len(v.Gate.Summary) > 1000 {
 			return invalid(field+".gate.summary", "%d bytes, at most 1000", len(v.Gate.Summary))
 		}
@@ -81,34 +128,54 @@ func (m *Manifest) Gates() map[string]GateRecord {
 }
 
 // ChoosePrecision settles a voice's configured precision against the
-// variants there are (their gate records, by precision): "auto" (or "")
-// takes the passed variant, checked with provider when provider is not
-// empty, with the smallest files, else fp32; fp32 is always there; a
-// named one must exist and have passed (else ErrNoVariant).
-func ChoosePrecision(want string, gates map[string]GateRecord, provider string) (string, error) {
+// variants there are (their gate records, by precision) on a CPU of class
+// cpu: "auto" (or "") takes the passed variant usable on cpu (UsableOn),
+// checked with provider when provider is not empty, with the smallest
+// files, else fp32; passedOver then says why smaller variants that passed
+// were left out ("" when none was), for one warning line. fp32 is always
+// there; a named one must exist, have passed or be unjudged, and be
+// usable on cpu (else ErrNoVariant).
+func ChoosePrecision(want string, gates map[string]GateRecord, provider string, cpu cpuclass.Class) (precision, passedOver string, err error) {
 	switch want {
 	case "", "auto":
 		best, ratio := PrecisionFP32, 1.0
+		var over []string
 		for _, p := range variantPrecisions {
 			g, ok := gates[p]
-			if ok && g.Passed && (provider == "" || g.Provider == provider) && g.SizeRatio > 0 && g.SizeRatio < ratio {
-				best, ratio = p, g.SizeRatio
+			if !ok || !g.Passed || (provider != "" && g.Provider != provider) || !(g.SizeRatio > 0 && g.SizeRatio < ratio) {
+				continue
+			}
+			if ok, why := g.UsableOn(p, cpu); !ok {
+				over = append(over, p+": "+why)
+				continue
+			}
+			best, ratio = p, g.SizeRatio
+		}
+		// Only what is smaller than the choice was passed over for it.
+		var smaller []string
+		for _, o := range over {
+			p, _, _ := strings.Cut(o, ":")
+			if gates[p].SizeRatio < ratio {
+				smaller = append(smaller, o)
 			}
 		}
-		return best, nil
+		return best, strings.Join(smaller, "; "), nil
 	case PrecisionFP32:
-		return want, nil
+		return want, "", nil
 	}
 	g, ok := gates[want]
 	switch {
 	case !slices.Contains(variantPrecisions, want):
-		return "", fmt.Errorf("%w: precision %q: want auto, fp32, fp16, int8 or nbits", ErrNoVariant, want)
+		return "", "", fmt.Errorf("%w: precision %q: want auto, fp32, fp16, int8 or nbits", ErrNoVariant, want)
 	case !ok:
-		return "", fmt.Errorf("%w: no %s variant (make one with mynah quantize --voice)", ErrNoVariant, want)
-	case !g.Passed:
-		return "", fmt.Errorf("%w: the %s variant failed the quality gate (%s)", ErrNoVariant, want, g.Summary)
+		return "", "", fmt.Errorf("%w: no %s variant (make one with mynah quantize --voice)", ErrNoVariant, want)
+	case !g.Passed && !g.Unjudged:
+		return "", "", fmt.Errorf("%w: the %s variant failed the quality gate (%s)", ErrNoVariant, want, g.Summary)
 	}
-	return want, nil
+	if ok, why := g.UsableOn(want, cpu); !ok {
+		return "", "", fmt.Errorf("%w: the %s variant is not usable here: %s", ErrNoVariant, want, why)
+	}
+	return want, "", nil
 }
 
 // WithPrecision returns the bundle as its variant of precision: the
@@ -123,7 +190,7 @@ func (b *Bundle) WithPrecision(precision string, force bool) (*Bundle, error) {
 	}
 	v, ok := b.Manifest.Variants[precision]
 	if !ok || !force {
-		if _, err := ChoosePrecision(precision, b.Manifest.Gates(), ""); err != nil {
+		if _, _, err := ChoosePrecision(precision, b.Manifest.Gates(), "", cpuclass.Host()); err != nil {
 			return nil, fmt.Errorf("%s: %w", b.Dir, err)
 		}
 	}

@@ -4,16 +4,18 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
+	"github.com/mynah-tts/mynah/quant/cpuclass"
 )
 
 func TestChoosePrecision(t *testing.T) {
 	gates := map[string]bundle.GateRecord{
-		"fp16":  {Passed: true, Provider: "cpu", SizeRatio: 0.5},
-		"int8":  {Passed: true, Provider: "cpu", SizeRatio: 0.3},
-		"nbits": {Passed: false, Provider: "cpu", SizeRatio: 0.2, Summary: "cosine 0.97"},
+		"fp16":  {Passed: true, Provider: "cpu", SizeRatio: 0.5, CPU: "vnni"},
+		"int8":  {Passed: true, Provider: "cpu", SizeRatio: 0.3, CPU: "vnni", Int8Format: "s8-7bit"},
+		"nbits": {Passed: false, Provider: "cpu", SizeRatio: 0.2, Summary: "cosine 0.97", CPU: "vnni", Int8Format: "s8-7bit"},
 	}
 	for _, tc := range []struct {
 		want, provider, got string
@@ -27,16 +29,61 @@ func TestChoosePrecision(t *testing.T) {
 		{"nbits", "", "", true}, // failed the gate
 		{"int4", "", "", true},  // no such precision
 	} {
-		got, err := bundle.ChoosePrecision(tc.want, gates, tc.provider)
-		if got != tc.got || (err != nil) != tc.err {
-			t.Errorf("ChoosePrecision(%q, %q) = %q, %v; want %q (error %v)", tc.want, tc.provider, got, err, tc.got, tc.err)
+		got, over, err := bundle.ChoosePrecision(tc.want, gates, tc.provider, cpuclass.AVX2)
+		if got != tc.got || (err != nil) != tc.err || over != "" {
+			t.Errorf("ChoosePrecision(%q, %q) = %q, %q, %v; want %q (error %v)", tc.want, tc.provider, got, over, err, tc.got, tc.err)
 		}
 		if err != nil && !errors.Is(err, bundle.ErrNoVariant) {
 			t.Errorf("%q: error %v does not wrap ErrNoVariant", tc.want, err)
 		}
 	}
-	if got, _ := bundle.ChoosePrecision("auto", nil, ""); got != "fp32" {
+	if got, _, _ := bundle.ChoosePrecision("auto", nil, "", cpuclass.VNNI); got != "fp32" {
 		t.Errorf("no variants: %q", got)
+	}
+}
+
+// TestChoosePrecisionCPU: auto takes an int8 variant only where its
+// weight format is exact, and says what it passed over; a named
+// precision is refused there; an unjudged variant is taken only by name.
+func TestChoosePrecisionCPU(t *testing.T) {
+	fp16 := bundle.GateRecord{Passed: true, Provider: "cpu", SizeRatio: 0.5, CPU: "avx2"}
+	full := bundle.GateRecord{Passed: true, Provider: "cpu", SizeRatio: 0.3, CPU: "vnni", Int8Format: "s8"}
+	legacy := bundle.GateRecord{Passed: true, Provider: "cpu", SizeRatio: 0.3} // before cpu was recorded
+	unjudged := bundle.GateRecord{Unjudged: true, Provider: "cpu", SizeRatio: 0.3, CPU: "avx2", Int8Format: "s8", Summary: "not judged"}
+	for _, tc := range []struct {
+		name    string
+		int8    bundle.GateRecord
+		want    string
+		cpu     cpuclass.Class
+		got     string
+		over    string // a substring of passedOver; "" means none
+		refused bool
+	}{
+		{"full range on vnni", full, "auto", cpuclass.VNNI, "int8", "", false},
+		{"full range on arm64", full, "auto", cpuclass.ARM64, "int8", "", false},
+		{"full range on avx2", full, "auto", cpuclass.AVX2, "fp16", "int8: its s8 int8 weights saturate on avx2", false},
+		{"full range named on avx2", full, "int8", cpuclass.AVX2, "", "", true},
+		{"7-bit on avx2", bundle.GateRecord{Passed: true, SizeRatio: 0.3, CPU: "vnni", Int8Format: "s8-7bit"}, "auto", cpuclass.AVX2, "int8", "", false},
+		{"u8 on avx2", bundle.GateRecord{Passed: true, SizeRatio: 0.3, CPU: "vnni", Int8Format: "u8"}, "auto", cpuclass.AVX2, "int8", "", false},
+		{"legacy on vnni", legacy, "auto", cpuclass.VNNI, "int8", "", false},
+		{"legacy on avx2", legacy, "auto", cpuclass.AVX2, "fp16", "older mynah", false},
+		{"unjudged by auto", unjudged, "auto", cpuclass.VNNI, "fp16", "", false},
+		{"unjudged named", unjudged, "int8", cpuclass.VNNI, "int8", "", false},
+		{"unjudged named where it saturates", unjudged, "int8", cpuclass.AVX2, "", "", true},
+	} {
+		gates := map[string]bundle.GateRecord{"fp16": fp16, "int8": tc.int8}
+		got, over, err := bundle.ChoosePrecision(tc.want, gates, "", tc.cpu)
+		if got != tc.got || (err != nil) != tc.refused || (tc.over == "") != (over == "") || !strings.Contains(over, tc.over) {
+			t.Errorf("%s: got %q, passed over %q, error %v; want %q, %q, refused %v", tc.name, got, over, err, tc.got, tc.over, tc.refused)
+		}
+		if err != nil && !errors.Is(err, bundle.ErrNoVariant) {
+			t.Errorf("%s: %v does not wrap ErrNoVariant", tc.name, err)
+		}
+	}
+	// A larger variant auto did not want anyway is not reported.
+	gates := map[string]bundle.GateRecord{"fp16": {Passed: true, SizeRatio: 0.5, CPU: "avx2", Int8Format: "s8"}, "nbits": {Passed: true, SizeRatio: 0.2, CPU: "avx2", Int8Format: "s8-7bit"}}
+	if got, over, _ := bundle.ChoosePrecision("auto", gates, "", cpuclass.AVX2); got != "nbits" || over != "" {
+		t.Errorf("got %q, passed over %q; want nbits and nothing", got, over)
 	}
 }
 
