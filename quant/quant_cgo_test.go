@@ -4,8 +4,8 @@ package quant
 
 import (
 	"math"
-	"os"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 

@@ -14,9 +14,9 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
-	"github.com/mynah-tts/mynah/quant/cpuclass"
 	"github.com/mynah-tts/mynah/quant"
 	"github.com/mynah-tts/mynah/quant/benchmodel"
+	"github.com/mynah-tts/mynah/quant/cpuclass"
 )
 
 func fileSize(t *testing.T, path string) int64 {
