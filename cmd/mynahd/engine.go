@@ -15,6 +15,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/cache"
 	"github.com/mynah-tts/mynah/daemon"
+	"github.com/mynah-tts/mynah/quant/cpuclass"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
@@ -50,6 +51,9 @@ type voiceSet struct {
 	precision  string
 	precisions map[string]string
 	provider   string
+	// cpu is this CPU's class: auto takes an int8 variant only where its
+	// weight format is exact (bundle.GateRecord.UsableOn).
+	cpu cpuclass.Class
 }
 
 var _ daemon.Engine = (*voiceSet)(nil)
@@ -61,7 +65,7 @@ func newVoiceSet(rt *ort.Runtime, dir, def string, sc SessionsConfig, opts *voic
 	if opts == nil {
 		opts = &voice.PiperOptions{}
 	}
-	vs := &voiceSet{rt: rt, dir: dir, def: def, opts: opts, log: log}
+	vs := &voiceSet{rt: rt, dir: dir, def: def, opts: opts, log: log, cpu: cpuclass.Host()}
 	names := vs.Voices()
 	if len(names) == 0 {
 		return nil, fmt.Errorf("no voices in %s (a voice is a directory with NAME.onnx and NAME.onnx.json)", dir)

@@ -14,7 +14,6 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/cache"
 	"github.com/mynah-tts/mynah/daemon"
-	"github.com/mynah-tts/mynah/quant/cpuclass"
 )
 
 // Voice kinds: a plain Piper directory, or a bundle whose voice.json names
@@ -169,9 +168,9 @@ func (vs *voiceSet) choosePrecision(name, kind, path string) (string, error) {
 		}
 		gates = m.Gates()
 	}
-	precision, passedOver, err := bundle.ChoosePrecision(want, gates, vs.provider, cpuclass.Host())
+	precision, passedOver, err := bundle.ChoosePrecision(want, gates, vs.provider, vs.cpu)
 	if passedOver != "" {
-		vs.log.Warn("voice variant passed over for this CPU", "voice", name, "cpu", cpuclass.Host(), "precision", precision, "why", passedOver)
+		vs.log.Warn("voice variant passed over for this CPU", "voice", name, "cpu", vs.cpu, "precision", precision, "why", passedOver)
 	}
 	return precision, err
 }

@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/quant"
+	"github.com/mynah-tts/mynah/quant/cpuclass"
 	"github.com/mynah-tts/mynah/quant/onnx"
 )
 
@@ -43,7 +45,8 @@ func addDecoderVariant(t *testing.T, dir string, passed bool) {
 	sum := sha256.Sum256(data)
 	b.Manifest.Variants = map[string]bundle.Variant{"int8": {
 		Files: map[string]bundle.FileRef{"decoder": {Path: "decoder.int8.onnx", SHA256: hex.EncodeToString(sum[:]), Size: int64(len(data))}},
-		Gate:  bundle.GateRecord{Passed: passed, Provider: "cpu", SizeRatio: 0.31},
+		Gate: bundle.GateRecord{Passed: passed, Provider: "cpu", SizeRatio: 0.31,
+			CPU: string(cpuclass.Host()), Int8Format: string(res.Report.Int8Format)},
 	}}
 	out, err := b.Manifest.Marshal()
 	if err != nil {
@@ -143,14 +146,37 @@ func TestVoicePrecision(t *testing.T) {
 		vs.Close()
 	}
 
+	// On a CPU where the variant's int8 weights would saturate, auto
+	// passes over it to the original, with one warning saying why; asked
+	// for by name there, it is refused.
+	var logged strings.Builder
+	wlog := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if err := setGateFormat(clone, cpuclass.FullRange); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := openVoices(rt, cfg, newNotifier(wlog), wlog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs.cpu = cpuclass.AVX2
+	v, release, err := vs.sessions.Get(context.Background(), demo.CloneName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.precision != "fp32" || strings.Count(logged.String(), "level=WARN") != 1 || !strings.Contains(logged.String(), "s8 int8 weights saturate on avx2") {
+		t.Errorf("on an avx2 CPU auto loaded %s and logged:\n%s", v.precision, logged.String())
+	}
+	release()
+	vs.Close()
+
 	// A variant recorded as failed is never taken by auto.
 	addDecoderVariant(t, clone, false)
-	vs, err := openVoices(rt, cfg, newNotifier(log), log)
+	vs, err = openVoices(rt, cfg, newNotifier(log), log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer vs.Close()
-	v, release, err := vs.sessions.Get(context.Background(), demo.CloneName)
+	v, release, err = vs.sessions.Get(context.Background(), demo.CloneName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,4 +184,21 @@ func TestVoicePrecision(t *testing.T) {
 	if v.precision != "fp32" {
 		t.Errorf("auto took a variant that failed its gate: %s", v.precision)
 	}
+}
+
+// setGateFormat records the int8 variant of the bundle in dir as holding
+// weights of format f.
+func setGateFormat(dir string, f cpuclass.Int8Format) error {
+	b, err := bundle.Load(dir)
+	if err != nil {
+		return err
+	}
+	v := b.Manifest.Variants["int8"]
+	v.Gate.Int8Format = string(f)
+	b.Manifest.Variants["int8"] = v
+	out, err := b.Manifest.Marshal()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, bundle.ManifestName), out, 0o644)
 }

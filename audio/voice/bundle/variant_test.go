@@ -148,6 +148,9 @@ func TestVariantManifestErrors(t *testing.T) {
 		"escaping path":     {"fp16": {Files: map[string]bundle.FileRef{"model": {Path: "../a.onnx", SHA256: digest}}, Gate: ok}},
 		"bad digest":        {"fp16": {Files: map[string]bundle.FileRef{"model": {Path: "a.onnx", SHA256: "xyz"}}, Gate: ok}},
 		"negative ratio":    {"fp16": {Files: map[string]bundle.FileRef{"model": {Path: "a.onnx", SHA256: digest}}, Gate: bundle.GateRecord{SizeRatio: -1}}},
+		"unknown cpu":       {"int8": {Files: map[string]bundle.FileRef{"model": {Path: "a.onnx", SHA256: digest}}, Gate: bundle.GateRecord{CPU: "sse2"}}},
+		"unknown format":    {"int8": {Files: map[string]bundle.FileRef{"model": {Path: "a.onnx", SHA256: digest}}, Gate: bundle.GateRecord{Int8Format: "s4"}}},
+		"unjudged, passed":  {"int8": {Files: map[string]bundle.FileRef{"model": {Path: "a.onnx", SHA256: digest}}, Gate: bundle.GateRecord{Passed: true, Unjudged: true}}},
 	} {
 		m := piperManifest()
 		m.Variants = v
