@@ -8,7 +8,7 @@ export CGO_ENABLED := 1
 VOICE_DIR ?= var/voices/mynah-demo
 GREETING  ?= Hello! I am mynah. I speak offline, with a voice this project built itself.
 
-.PHONY: all setup build run say install test bench fuzz demo-voice vet clean
+.PHONY: all setup build run say install test test-arm64 bench fuzz demo-voice vet clean
 
 all: build
 
@@ -52,6 +52,13 @@ test: setup vet
 	$(GO) test $(RACEFLAGS) -count=1 ./...
 	$(GO) test -tags purego -count=1 ./audio/
 	scripts/test-avx2.sh
+
+# test-arm64: the suite again as arm64 binaries under qemu-aarch64, against
+# Debian's arm64 libraries and the arm64 ONNX Runtime (scripts/cross-test.sh;
+# about an hour on 2 cores). MYNAH_QEMU_CPU=cortex-a72 emulates a Pi 4
+# instead of a Pi 5.
+test-arm64: setup
+	scripts/cross-test.sh
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -337,9 +337,9 @@ func melFloorOf(loudestMel float64, size int) float64 {
 func melDistance(x, y []float64, floor float64) float64 {
 	var d float64
 	for k := range x {
-		// The conversions round each product on its own: without them arm64
-		// fuses one into the subtraction, and identical spectra differ by
-		// an ulp (the Go spec allows fusing only where nothing rounds).
+		// Without the conversions arm64 fuses one product into the
+		// subtraction and identical spectra differ by an ulp; an explicit
+		// conversion rounds, and the Go spec forbids fusing across it.
 		d += math.Abs(float64(10*math.Log10(max(x[k], floor))) - float64(10*math.Log10(max(y[k], floor))))
 	}
 	return d / float64(len(x))

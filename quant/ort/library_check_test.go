@@ -8,18 +8,27 @@ import (
 	"testing"
 )
 
-// realLibrary reads the ONNX Runtime library scripts/setup.sh installed.
-func realLibrary(t testing.TB) []byte {
+// projectLib is the ONNX Runtime library the tests load: $MYNAH_ORT_LIB
+// when set (scripts/cross-test.sh points it at the arm64 build), else the
+// copy scripts/setup.sh put in the project's .ort/. The tests need the real
+// ONNX Runtime; without it they fail and say how to get it.
+func projectLib(t testing.TB) string {
 	t.Helper()
-	s := librarySearch{}
+	s := librarySearch{env: os.Getenv(EnvLibrary)}
 	if wd, err := os.Getwd(); err == nil {
 		s.cwd = wd
 	}
 	path, err := s.find()
 	if err != nil {
-		t.Fatalf("these tests need the ONNX Runtime library: %v", err)
+		t.Fatalf("these tests need ONNX Runtime: %v", err)
 	}
-	b, err := os.ReadFile(path)
+	return path
+}
+
+// realLibrary reads the library projectLib finds.
+func realLibrary(t testing.TB) []byte {
+	t.Helper()
+	b, err := os.ReadFile(projectLib(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,21 +14,6 @@ import (
 	"testing"
 )
 
-// projectLibrary finds the library scripts/setup.sh installed. The tests
-// need the real ONNX Runtime; without it they fail and say how to get it.
-func projectLib(t testing.TB) string {
-	t.Helper()
-	s := librarySearch{}
-	if wd, err := os.Getwd(); err == nil {
-		s.cwd = wd
-	}
-	path, err := s.find()
-	if err != nil {
-		t.Fatalf("these tests need ONNX Runtime: %v", err)
-	}
-	return path
-}
-
 func openRuntime(t testing.TB, log *slog.Logger) *Runtime {
 	t.Helper()
 	rt, err := Open(&Options{LibraryPath: projectLib(t), Logger: log})
