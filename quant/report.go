@@ -77,7 +77,7 @@ func (r Report) String() string {
 		fmt.Fprintf(&b, "opsets added: %s\n", strings.Join(r.OpsetsAdded, ", "))
 	}
 	if r.Int8Format != "" {
-		fmt.Fprintf(&b, "int8 MatMul weights: %s, for %s CPUs (exact on %v)\n", r.Int8Format, r.Target, r.Int8Format.ExactClasses())
+		fmt.Fprintf(&b, "int8 MatMul weights: %s (for %s CPUs; exact on %s)\n", r.Int8Format, r.Target, cpuclass.List(r.Int8Format.ExactClasses()))
 	}
 	fmt.Fprintf(&b, "%s: %d weights, %s → %s; model %s → %s (%.2f×)\n", r.Mode, len(r.Rows),
 		humanBytes(r.WeightBytesBefore), humanBytes(r.WeightBytesAfter),

@@ -451,8 +451,8 @@ func unjudgedRecord(rep quant.Report, host cpuclass.Class, prov ort.Provider, ca
 		return g
 	}
 	g.Unjudged = true
-	g.Summary = fmt.Sprintf("not judged: its %s int8 weights saturate on this %s CPU, so the gate cannot run them here; judge it on a CPU of class %v, or name its precision in that device's config",
-		rep.Int8Format, host, rep.Int8Format.ExactClasses())
+	g.Summary = fmt.Sprintf("not judged: its %s int8 weights saturate on this %s CPU, so the gate cannot run them here; judge it on a CPU of class %s, or name its precision in that device's config",
+		rep.Int8Format, host, strings.ReplaceAll(cpuclass.List(rep.Int8Format.ExactClasses()), ", ", " or "))
 	return g
 }
 

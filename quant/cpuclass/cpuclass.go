@@ -16,6 +16,7 @@ package cpuclass
 import (
 	"fmt"
 	"runtime"
+	"strings"
 
 	"golang.org/x/sys/cpu"
 )
@@ -131,4 +132,16 @@ func (f Int8Format) ExactClasses() []Class {
 		}
 	}
 	return cs
+}
+
+// List writes classes as "vnni, avx2, arm64".
+func List(cs []Class) string {
+	var b strings.Builder
+	for i, c := range cs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(c))
+	}
+	return b.String()
 }
