@@ -44,6 +44,15 @@ slower than allowed. MODE:
   inspect     op histogram, weight bytes by op and type, opsets, whether it
               is already quantized
 
+int8 weights take the format the CPU computes exactly (--target, default this
+CPU): full-range s8 on x86 with VNNI and on arm64, 7-bit s8 on other x86 CPUs,
+whose AVX2 kernel adds pairs of products in 16 bits and saturates on
+full-range weights; u8 (--int8-format) is exact everywhere at full precision,
+and slower. A variant records the format and the CPU it was judged on;
+mynahd's auto takes it only where the format is exact. One made for a CPU whose
+format saturates here cannot be judged here: it is recorded as not judged,
+which auto never takes.
+
 The quality gate runs the original and the result in ONNX Runtime on the same
 inputs and compares them: a Piper voice (IN.onnx with IN.onnx.json beside
 it) on fixed sentences with noise off (SNR, spectral correlation, log-mel
