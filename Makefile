@@ -46,8 +46,10 @@ RACEFLAGS := -race -gcflags='github.com/gordonklaus/portaudio=-d=checkptr=0'
 # tests again on the pure Go path that arm64 devices use.
 #
 # int8 weights are stored per class of CPU (quant/cpuclass); test-avx2.sh
-# runs quant's int8 tests again on valgrind's CPU, AVX2 without VNNI, so
-# every x86 machine checks the class it is not.
+# runs quant's int8 tests again on valgrind's CPU, AVX2 without VNNI, so a
+# VNNI machine checks the avx2 class too (an AVX2-only one checks it
+# natively; no emulator here has VNNI, so the vnni class is checked only on
+# VNNI machines).
 test: setup vet
 	$(GO) test $(RACEFLAGS) -count=1 ./...
 	$(GO) test -tags purego -count=1 ./audio/
