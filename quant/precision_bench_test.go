@@ -13,6 +13,7 @@ import (
 
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/quant/benchmodel"
+	"github.com/mynah-tts/mynah/quant/cpuclass"
 	"github.com/mynah-tts/mynah/quant/gate"
 	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/ort"
@@ -134,9 +135,13 @@ var precisionCases = []struct {
 			}
 			return kit[demo.DecoderFile], decoderWorkload
 		},
+		// int8 in each weight format: cpuclass.Int8FormatFor says which
+		// one this CPU's class gets; all are timed on every CPU.
 		variants: []precisionVariant{
 			{name: "fp16-store", opts: &Options{Mode: ModeFP16Store}},
-			{name: "int8", opts: &Options{Mode: ModeInt8}},
+			{name: "int8-s8", opts: &Options{Mode: ModeInt8, Int8Format: cpuclass.FullRange}},
+			{name: "int8-s8-7bit", opts: &Options{Mode: ModeInt8, Int8Format: cpuclass.ReducedRange}},
+			{name: "int8-u8", opts: &Options{Mode: ModeInt8, Int8Format: cpuclass.Unsigned}},
 			{name: "int8-rest16-emb8", opts: &Options{Mode: ModeInt8, RestFP16: true, EmbeddingsInt8: true}},
 			{name: "nbits", opts: &Options{Mode: ModeNBits}},
 			{name: "nbits-rest16", opts: &Options{Mode: ModeNBits, RestFP16: true}},
