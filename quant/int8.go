@@ -91,17 +91,15 @@ func (rw *rewriter) int8Weight(u use, t *onnxpb.TensorProto, owner *scope, trans
 		return nil, err
 	}
 	q, scale := SymmetricInt8(w, k, n, rw.matMulQMax())
-	raw := make([]byte, len(q))
-	dtype, suffix, zp := onnx.Int8, "_int8", ""
+	// Unsigned weights are the same values offset by 128, with zero
+	// point 128.
+	dtype, suffix, zp, offset := onnx.Int8, "_int8", "", 0
 	if rw.o.Int8Format == cpuclass.Unsigned {
-		dtype, suffix, zp = onnx.Uint8, "_uint8", rw.zeroPoint128()
+		dtype, suffix, zp, offset = onnx.Uint8, "_uint8", rw.zeroPoint128(), 128
 	}
+	raw := make([]byte, len(q))
 	for i, x := range q {
-		if zp != "" {
-			raw[i] = byte(int(x) + 128)
-		} else {
-			raw[i] = byte(x)
-		}
+		raw[i] = byte(int(x) + offset)
 	}
 	wq := &onnxpb.TensorProto{Name: rw.name(t.GetName() + suffix), Dims: []int64{int64(k), int64(n)},
 		DataType: int32(dtype), RawData: raw}

@@ -1,6 +1,8 @@
 package quant
 
 import (
+	"github.com/mynah-tts/mynah/quant/cpuclass"
+
 	"bytes"
 	"errors"
 	"math"
@@ -158,6 +160,8 @@ func TestOptions(t *testing.T) {
 		{Options{Mode: ModeNBits, BlockSize: 512}, "BlockSize"},
 		{Options{Mode: ModeNBits, AccuracyLevel: 5}, "AccuracyLevel"},
 		{Options{Mode: ModeAuto, AutoMatMul: ModeFP16Store}, "AutoMatMul"},
+		{Options{Mode: ModeInt8, Target: "sse2"}, "Target"},
+		{Options{Mode: ModeInt8, Int8Format: "s4"}, "Int8Format"},
 	} {
 		_, err := Quantize(matMulModel(t, make([]float32, 64), 8, 8), &c.opts)
 		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), c.field) {
@@ -166,6 +170,27 @@ func TestOptions(t *testing.T) {
 	}
 	if _, err := ParseMode("nbits"); err != nil {
 		t.Error(err)
+	}
+	// The target picks the format; an explicit format wins.
+	m := matMulModel(t, make([]float32, 64*64), 64, 64)
+	for _, c := range []struct {
+		opts Options
+		want cpuclass.Int8Format
+	}{
+		{Options{Mode: ModeInt8, Target: cpuclass.AVX2}, cpuclass.ReducedRange},
+		{Options{Mode: ModeInt8, Target: cpuclass.VNNI}, cpuclass.FullRange},
+		{Options{Mode: ModeInt8, Target: cpuclass.ARM64}, cpuclass.FullRange},
+		{Options{Mode: ModeInt8, Target: cpuclass.AVX2, Int8Format: cpuclass.Unsigned}, cpuclass.Unsigned},
+		{Options{Mode: ModeInt8}, cpuclass.Int8FormatFor(cpuclass.Host())},
+		{Options{Mode: ModeFP16Store, Target: cpuclass.AVX2}, ""}, // no int8 weights
+	} {
+		res, err := Quantize(m, &c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Report.Int8Format != c.want {
+			t.Errorf("%+v: int8 format %q, want %q", c.opts, res.Report.Int8Format, c.want)
+		}
 	}
 }
 
