@@ -365,6 +365,17 @@ func TestQuantizeTargets(t *testing.T) {
 		}
 		t.Logf("--target %s: %s weights, judged here (%s): %v", target, format, host, judged)
 	}
+	// One variant holds one format: a vocoder in another is refused, and
+	// the variant stays as it was.
+	last := cpuclass.Int8FormatFor(cpuclass.Classes[len(cpuclass.Classes)-1])
+	other := cpuclass.Unsigned
+	if _, _, err := mynah(t, "quantize", "--voice", kit, "--role", "vocoder", "--mode", "int8", "--int8-format", string(other)); err == nil ||
+		!strings.Contains(err.Error(), "--int8-format "+string(last)) {
+		t.Errorf("a %s vocoder joining a %s int8 variant: %v, want a refusal naming --int8-format %s", other, last, err, last)
+	}
+	if b, err := bundle.Load(kit); err != nil || len(b.Manifest.Variants["int8"].Files) != 1 || b.Manifest.Variants["int8"].Gate.Int8Format != string(last) {
+		t.Errorf("the int8 variant after a refused vocoder: %v %+v", err, b.Manifest.Variants["int8"])
+	}
 	if _, _, err := mynah(t, "quantize", "--voice", kit, "--mode", "int8", "--target", "sse2"); exitCode(err) != 2 {
 		t.Errorf("--target sse2: %v, want a usage error", err)
 	}

@@ -160,7 +160,7 @@ func quantizeBundle(dir, role string, qo quant.Options, force bool, checkSpeed b
 	// The variant's int8 format is the one of all its int8 files: those of
 	// the other roles it keeps, and this one's.
 	rep := res.Report
-	if kept := e8(edit); kept != "" && len(edit.files) > 1 {
+	if kept := edit.keptFormat(); kept != "" && len(edit.files) > 1 {
 		if rep.Int8Format != "" && rep.Int8Format != kept {
 			return edit.undo(fmt.Errorf("the %s variant's other files hold %s int8 weights and this %s would hold %s: quantize it with --int8-format %s, or remake the variant",
 				precision, kept, role, rep.Int8Format, kept), path, role)
@@ -456,8 +456,8 @@ func unjudgedRecord(rep quant.Report, host cpuclass.Class, prov ort.Provider, ca
 	return g
 }
 
-// e8 is the int8 format of the variant an edit extends ("" if none).
-func e8(e *variantEdit) cpuclass.Int8Format {
+// keptFormat is the int8 format of the variant the edit extends ("" if none).
+func (e *variantEdit) keptFormat() cpuclass.Int8Format {
 	if !e.had {
 		return ""
 	}
