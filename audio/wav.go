@@ -33,6 +33,17 @@ type WAVOptions struct {
 	// MaxDuration bounds the declared length of the audio, checked before
 	// any sample is read so a 10-hour header costs nothing. Default 10 min.
 	MaxDuration time.Duration
+	// Streaming accepts the header of a WAV file written to a pipe, whose
+	// writer could not go back to fill in the sizes (ffmpeg writing to
+	// stdout leaves 0xFFFFFFFF; so does a WAVWriter never flushed): a
+	// RIFF size of 0 or 0xFFFFFFFF means the rest of the file, and so does
+	// a data size of 0xFFFFFFFF, or of 0 where nothing could follow the
+	// data (the RIFF size is unknown too, or ends at the data header). A
+	// partial frame at the end, where the pipe was cut, is dropped.
+	// MaxBytes and MaxDuration bound what is read as always. Off, such
+	// files are rejected as unfinished: a recording left by a crash must
+	// not pass for a short one.
+	Streaming bool
 }
 
 // Defaults for WAVOptions.
@@ -91,11 +102,11 @@ func wavLimitErr(format string, args ...any) error {
 // precision; floats are clamped to -1..1). Anything malformed, ambiguous
 // or over a limit fails with an error wrapping ErrInvalidWAV (and ErrLimit
 // for limits) that says what is wrong: sizes of 0xFFFFFFFF (unfinished
-// streams), chunks running past the file, a missing pad byte after an
-// odd-sized chunk, data before fmt, duplicate fmt or data chunks,
-// inconsistent block align or byte rate, and compressed formats. Chunks
-// other than fmt and data are skipped; bytes after the RIFF chunk are
-// ignored.
+// streams, unless opts.Streaming), chunks running past the file, a missing
+// pad byte after an odd-sized chunk, data before fmt, duplicate fmt or
+// data chunks, inconsistent block align or byte rate, and compressed
+// formats. Chunks other than fmt and data are skipped; bytes after the
+// RIFF chunk are ignored.
 func DecodeWAV(data []byte, opts *WAVOptions) (PCM, error) {
 	o := opts.withDefaults()
 	if int64(len(data)) > o.MaxBytes {
@@ -108,29 +119,45 @@ func DecodeWAV(data []byte, opts *WAVOptions) (PCM, error) {
 		return PCM{}, wavErr("not a RIFF/WAVE file")
 	}
 	riffSize := binary.LittleEndian.Uint32(data[4:8])
-	if riffSize == math.MaxUint32 {
-		return PCM{}, wavErr("RIFF size 0xFFFFFFFF (unfinished stream)")
-	}
-	if riffSize < 4 {
+	riffUnsized := o.Streaming && (riffSize == 0 || riffSize == math.MaxUint32)
+	// end is where the RIFF chunk ends in data.
+	end := len(data)
+	switch {
+	case riffUnsized:
+	case riffSize == math.MaxUint32:
+		return PCM{}, wavErr("RIFF size 0xFFFFFFFF (unfinished stream; WAVOptions.Streaming reads it)")
+	case riffSize < 4:
 		return PCM{}, wavErr("RIFF size %d is too small to hold the WAVE tag", riffSize)
-	}
-	if int64(riffSize)+8 > int64(len(data)) {
+	case int64(riffSize)+8 > int64(len(data)):
 		return PCM{}, wavErr("RIFF size %d runs past the %d-byte file", riffSize, len(data))
+	default:
+		end = 8 + int(riffSize)
 	}
-	body := data[12 : 8+int(riffSize)]
 
 	var (
 		format  *wavFormat
 		samples []byte
 		found   bool
 	)
-	for off := 0; off < len(body); {
-		if len(body)-off < 8 {
-			return PCM{}, wavErr("%d stray bytes at the end of the RIFF chunk", len(body)-off)
+	for off := 12; off < end; {
+		if end-off < 8 {
+			return PCM{}, wavErr("%d stray bytes at the end of the RIFF chunk", end-off)
 		}
-		id := string(body[off : off+4])
-		size := binary.LittleEndian.Uint32(body[off+4 : off+8])
+		id := string(data[off : off+4])
+		size := binary.LittleEndian.Uint32(data[off+4 : off+8])
 		off += 8
+		if id == "data" && format != nil && !found && o.Streaming &&
+			(size == math.MaxUint32 || size == 0 && (riffUnsized || off == end)) {
+			// Written to a pipe: the samples run to the end of the file,
+			// even past a RIFF size written before any of them.
+			n := len(data) - off
+			n -= n % format.blockAlign
+			if d := durationOf(int64(n), format); d > o.MaxDuration {
+				return PCM{}, wavLimitErr("data holds %v of audio, over MaxDuration (%v)", d.Round(time.Second), o.MaxDuration)
+			}
+			samples, found = data[off:off+n], true
+			break
+		}
 		if size == math.MaxUint32 {
 			return PCM{}, wavErr("chunk %q size 0xFFFFFFFF (unfinished stream)", printableID(id))
 		}
@@ -141,15 +168,15 @@ func DecodeWAV(data []byte, opts *WAVOptions) (PCM, error) {
 				return PCM{}, wavLimitErr("data declares %v of audio, over MaxDuration (%v)", d.Round(time.Second), o.MaxDuration)
 			}
 		}
-		if int64(size) > int64(len(body)-off) {
-			return PCM{}, wavErr("chunk %q size %d runs past the end of the file (%d bytes left)", printableID(id), size, len(body)-off)
+		if int64(size) > int64(end-off) {
+			return PCM{}, wavErr("chunk %q size %d runs past the end of the file (%d bytes left)", printableID(id), size, end-off)
 		}
-		chunk := body[off : off+int(size)]
+		chunk := data[off : off+int(size)]
 		off += int(size)
 		if size%2 == 1 {
 			// RIFF pads odd chunks with a zero byte. A writer that forgot it
 			// shifts every later chunk by one, so insist on seeing the zero.
-			if off >= len(body) || body[off] != 0 {
+			if off >= end || data[off] != 0 {
 				return PCM{}, wavErr("chunk %q has odd size %d and no zero pad byte after it", printableID(id), size)
 			}
 			off++
@@ -383,7 +410,8 @@ func samplesToBytes(dst []byte, s []int16) []byte {
 // WAVWriter streams 16-bit PCM into a WAV file whose length is not known in
 // advance. The header carries 0xFFFFFFFF sizes until Flush or Close patches
 // them, so a file left by a crash is recognizably unfinished (DecodeWAV
-// rejects it) rather than silently short.
+// rejects it unless WAVOptions.Streaming asks for what it holds) rather
+// than silently short.
 type WAVWriter struct {
 	w        io.WriteSeeker
 	rate     int

@@ -154,6 +154,94 @@ func TestDecodeWAVRejects(t *testing.T) {
 	}
 }
 
+// piped is a file as a writer on a pipe leaves it: the RIFF and data sizes
+// it wrote before the first sample (ffmpeg: 0xFFFFFFFF both).
+func piped(riffSize, dataSize uint32, fmtChunk []byte, samples []byte, before ...[]byte) []byte {
+	b := []byte("RIFF")
+	b = binary.LittleEndian.AppendUint32(b, riffSize)
+	b = append(b, "WAVE"...)
+	b = append(b, slices.Concat(before...)...)
+	b = append(b, fmtChunk...)
+	return append(b, chunkSized("data", dataSize, samples)...)
+}
+
+type streamingWAV struct {
+	name     string
+	data     []byte
+	channels int
+	want     []int16
+	// strict is what DecodeWAV without Streaming makes of it: nil for
+	// an error.
+	strict []int16
+}
+
+// streamingWAVs are files as writers on a pipe leave them, which DecodeWAV
+// reads in full only with WAVOptions.Streaming.
+func streamingWAVs() []streamingWAV {
+	mono := fmtOK(wavFormatPCM, 1, 16000, 16)
+	stereo := fmtOK(wavFormatPCM, 2, 16000, 16)
+	early := riff(mono, chunk("data", nil)) // sizes written before any sample
+	early = append(early, le16(5, 6, 7)...)
+	return []streamingWAV{
+		{"ffmpeg pipe: both 0xFFFFFFFF", piped(math.MaxUint32, math.MaxUint32, mono, le16(1, 2, 3)), 1, []int16{1, 2, 3}, nil},
+		{"both 0", piped(0, 0, mono, le16(1, 2, 3, 4)), 1, []int16{1, 2, 3, 4}, nil},
+		{"RIFF 0xFFFFFFFF, data 0", piped(math.MaxUint32, 0, mono, le16(9)), 1, []int16{9}, nil},
+		{"RIFF 0, data 0xFFFFFFFF", piped(0, math.MaxUint32, mono, le16(9, 8)), 1, []int16{9, 8}, nil},
+		{"RIFF 0xFFFFFFFF, data sized", piped(math.MaxUint32, 4, mono, le16(1, 2)), 1, []int16{1, 2}, nil},
+		{"RIFF sized, data 0xFFFFFFFF", riff(mono, chunkSized("data", math.MaxUint32, le16(4, 5))), 1, []int16{4, 5}, nil},
+		// Strictly an empty file: bytes after the RIFF chunk are ignored.
+		{"RIFF ends at data size 0, samples after", early, 1, []int16{5, 6, 7}, []int16{}},
+		{"LIST before data", piped(math.MaxUint32, math.MaxUint32, mono, le16(1), chunk("LIST", []byte("INFOx"))), 1, []int16{1}, nil},
+		{"cut mid-frame", piped(math.MaxUint32, math.MaxUint32, stereo, append(le16(1, -1, 2), 7)), 2, []int16{1, -1}, nil},
+		{"no samples yet", piped(math.MaxUint32, math.MaxUint32, mono, nil), 1, []int16{}, nil},
+		// A data size of 0 inside a RIFF chunk that holds more is empty,
+		// not "the rest": the chunks after it are not samples.
+		{"data size 0 before a LIST", riff(mono, chunk("data", nil), chunk("LIST", []byte("INFO"))), 1, []int16{}, []int16{}},
+	}
+}
+
+func TestDecodeWAVStreaming(t *testing.T) {
+	streaming := &WAVOptions{Streaming: true}
+	for _, tt := range streamingWAVs() {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := DecodeWAV(tt.data, streaming)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Channels != tt.channels || p.Rate != 16000 || !slices.Equal(p.Samples, tt.want) {
+				t.Errorf("got %d Hz %d ch %v, want 16000 Hz %d ch %v", p.Rate, p.Channels, p.Samples, tt.channels, tt.want)
+			}
+			p, err = DecodeWAV(tt.data, nil)
+			switch {
+			case tt.strict == nil && !errors.Is(err, ErrInvalidWAV):
+				t.Errorf("without Streaming: err = %v, want ErrInvalidWAV", err)
+			case tt.strict != nil && (err != nil || !slices.Equal(p.Samples, tt.strict)):
+				t.Errorf("without Streaming: %v, %v; want %v", p.Samples, err, tt.strict)
+			}
+		})
+	}
+	fmt8k := fmtOK(wavFormatPCM, 1, 8000, 16)
+	for _, bad := range []badWAV{
+		{"unsized data over MaxDuration", piped(math.MaxUint32, math.MaxUint32, fmt8k, make([]byte, 8000*2*2)),
+			&WAVOptions{Streaming: true, MaxDuration: time.Second}, "holds 2s of audio, over MaxDuration (1s)", true},
+		{"unsized over MaxBytes", piped(math.MaxUint32, math.MaxUint32, fmt8k, make([]byte, 200)),
+			&WAVOptions{Streaming: true, MaxBytes: 100}, "over MaxBytes", true},
+		{"unsized LIST", piped(math.MaxUint32, math.MaxUint32, fmt8k, le16(1), chunkSized("LIST", math.MaxUint32, nil)),
+			streaming, `chunk "LIST" size 0xFFFFFFFF`, false},
+		{"unsized data before fmt", slices.Concat([]byte("RIFF\xff\xff\xff\xffWAVE"), chunkSized("data", math.MaxUint32, le16(1, 2)), fmt8k),
+			streaming, `chunk "data" size 0xFFFFFFFF`, false},
+		{"stray bytes in an unsized RIFF", append(piped(math.MaxUint32, 2, fmt8k, le16(1)), 1, 2),
+			streaming, "2 stray bytes", false},
+		{"0 channels", piped(math.MaxUint32, math.MaxUint32, chunk("fmt ", fmtRaw(1, 0, 8000, 0, 0, 16)), le16(1)),
+			streaming, "0 channels", false},
+	} {
+		_, err := DecodeWAV(bad.data, bad.opts)
+		if !errors.Is(err, ErrInvalidWAV) || !strings.Contains(err.Error(), bad.want) || errors.Is(err, ErrLimit) != bad.limit {
+			t.Errorf("%s: err = %v, want ErrInvalidWAV saying %q (limit %v)", bad.name, err, bad.want, bad.limit)
+		}
+	}
+}
+
 func TestDecodeWAVFormats(t *testing.T) {
 	le := binary.LittleEndian
 	f32 := func(v ...float32) []byte {
@@ -194,15 +282,19 @@ func TestDecodeWAVFormats(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := DecodeWAV(tt.data, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p.Channels != tt.channels || p.Rate != tt.rate || !slices.Equal(p.Samples, tt.want) {
-				t.Errorf("got %d Hz %d ch %v, want %d Hz %d ch %v", p.Rate, p.Channels, p.Samples, tt.rate, tt.channels, tt.want)
-			}
-			if err := p.Validate(); err != nil {
-				t.Error(err)
+			// A finished file reads the same whether or not a stream's
+			// header is allowed.
+			for _, opts := range []*WAVOptions{nil, {Streaming: true}} {
+				p, err := DecodeWAV(tt.data, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.Channels != tt.channels || p.Rate != tt.rate || !slices.Equal(p.Samples, tt.want) {
+					t.Errorf("got %d Hz %d ch %v, want %d Hz %d ch %v", p.Rate, p.Channels, p.Samples, tt.rate, tt.channels, tt.want)
+				}
+				if err := p.Validate(); err != nil {
+					t.Error(err)
+				}
 			}
 		})
 	}
@@ -279,6 +371,10 @@ func TestWAVWriter(t *testing.T) {
 	if _, err := DecodeWAV(raw, nil); !errors.Is(err, ErrInvalidWAV) || !strings.Contains(err.Error(), "unfinished") {
 		t.Errorf("unfinished file: %v", err)
 	}
+	// Read as a stream, it holds what was written so far.
+	if got, err := DecodeWAV(raw, &WAVOptions{Streaming: true}); err != nil || !slices.Equal(got.Samples, a.Samples) {
+		t.Errorf("unfinished file read as a stream: %d samples, %v", len(got.Samples), err)
+	}
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -326,27 +422,36 @@ func FuzzDecodeWAV(f *testing.F) {
 	f.Add(riff(fmtOK(1, 1, 16000, 24), chunk("data", make([]byte, 9))))
 	f.Add(riff(fmtOK(3, 2, 24000, 32), chunk("data", make([]byte, 16))))
 	f.Add(riff(fmtExtensible(1, 1, 22050, 32, 24), chunk("LIST", []byte("odd")), chunk("data", make([]byte, 8))))
-	opts := &WAVOptions{MaxBytes: 1 << 20, MaxDuration: time.Minute}
+	for _, s := range streamingWAVs() {
+		f.Add(s.data)
+	}
+	strict := &WAVOptions{MaxBytes: 1 << 20, MaxDuration: time.Minute}
+	streaming := &WAVOptions{MaxBytes: 1 << 20, MaxDuration: time.Minute, Streaming: true}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := DecodeWAV(data, opts)
-		if err != nil {
-			if !errors.Is(err, ErrInvalidWAV) {
-				t.Fatalf("error does not wrap ErrInvalidWAV: %v", err)
+		for _, opts := range []*WAVOptions{strict, streaming} {
+			p, err := DecodeWAV(data, opts)
+			if err != nil {
+				if !errors.Is(err, ErrInvalidWAV) {
+					t.Fatalf("error does not wrap ErrInvalidWAV: %v", err)
+				}
+				continue
 			}
-			return
-		}
-		if err := p.Validate(); err != nil {
-			t.Fatalf("decoded an invalid PCM: %v", err)
-		}
-		if p.Duration() > opts.MaxDuration {
-			t.Fatalf("decoded %v, over MaxDuration", p.Duration())
-		}
-		again, err := DecodeWAV(EncodeWAV(p), opts)
-		if err != nil {
-			t.Fatalf("re-encoded file does not decode: %v", err)
-		}
-		if again.Rate != p.Rate || again.Channels != p.Channels || !slices.Equal(again.Samples, p.Samples) {
-			t.Fatal("re-encode changed the PCM")
+			if err := p.Validate(); err != nil {
+				t.Fatalf("decoded an invalid PCM: %v", err)
+			}
+			if p.Duration() > opts.MaxDuration {
+				t.Fatalf("decoded %v, over MaxDuration", p.Duration())
+			}
+			if len(p.Samples) > len(data) {
+				t.Fatalf("%d samples from %d bytes", len(p.Samples), len(data))
+			}
+			again, err := DecodeWAV(EncodeWAV(p), strict)
+			if err != nil {
+				t.Fatalf("re-encoded file does not decode: %v", err)
+			}
+			if again.Rate != p.Rate || again.Channels != p.Channels || !slices.Equal(again.Samples, p.Samples) {
+				t.Fatal("re-encode changed the PCM")
+			}
 		}
 	})
 }
