@@ -121,6 +121,16 @@ func Split(text string, opts *SplitOptions) ([]string, error) {
 	return out, nil
 }
 
+// IsEmpty reports whether Split would find nothing to say in s (its
+// ErrEmptyText): blank text, control characters and byte-order marks, or
+// markup alone, such as "<speak><break time='1s'/></speak>". Only
+// opts.KeepMarkup matters; no length limit applies. A front end that must
+// answer before a voice is loaded (mynahd decoding a say command) rejects
+// such a text with it at once.
+func IsEmpty(s string, opts *SplitOptions) bool {
+	return len(cleanText(s, opts != nil && opts.KeepMarkup)) == 0
+}
+
 func invalidOffset(s string) int {
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])

@@ -126,6 +126,46 @@ func TestSplitErrors(t *testing.T) {
 	}
 }
 
+func TestIsEmpty(t *testing.T) {
+	tests := []struct {
+		in   string
+		keep bool
+		want bool
+	}{
+		{"", false, true},
+		{" \n\t\u3000", false, true},
+		{"\ufeff", false, true},
+		{"\x00\x01", false, true},
+		{"<break time='100000s'/>", false, true},
+		{"<speak><break time='100000s'/></speak>", false, true},
+		{"<p></p>\n<br/>\r\n", false, true},
+		{"&nbsp; &#32; &#0;", false, true},
+		{"<speak><break time='1s'/></speak>", true, false},
+		{"a", false, false},
+		{"<b>hi</b>", false, false},
+		{"a < b", false, false},
+		{"x <3", false, false},
+		{"&amp;", false, false},
+		{"…", false, false},
+		{"{", false, false},
+		{"\xff", false, false}, // invalid UTF-8 is Split's ErrInvalidText, not empty
+	}
+	for _, tt := range tests {
+		if got := IsEmpty(tt.in, &SplitOptions{KeepMarkup: tt.keep}); got != tt.want {
+			t.Errorf("IsEmpty(%q, keep markup %v) = %v, want %v", tt.in, tt.keep, got, tt.want)
+		}
+		if !tt.keep && utf8.ValidString(tt.in) {
+			_, err := Split(tt.in, nil)
+			if errors.Is(err, ErrEmptyText) != tt.want {
+				t.Errorf("Split(%q) = %v, but IsEmpty says %v", tt.in, err, tt.want)
+			}
+		}
+	}
+	if !IsEmpty("<break/>", nil) {
+		t.Error("nil options must remove markup")
+	}
+}
+
 func TestSplitLimitBoundaries(t *testing.T) {
 	// Exactly at the request limit is fine, counted in runes, not bytes.
 	if _, err := Split(strings.Repeat("你", 10), &SplitOptions{MaxChars: 10}); err != nil {
@@ -266,6 +306,8 @@ func FuzzSplit(f *testing.F) {
 		"今天天气怎么样？明天呢？",
 		"你好，世界。Hello.你好",
 		"<break time='100000s'/> &amp; &#0; &#x110000; <",
+		"<speak><break time='100000s'/></speak>",
+		"\ufeff<p>&nbsp;</p>",
 		"a\x00b\r\n\r\nc\u2028d\ufeff",
 		"3.14 v2.0 https://x.y/z?a=b!c",
 		"abce\u0301\u0301\u0301fg",
@@ -283,6 +325,9 @@ func FuzzSplit(f *testing.F) {
 		}
 		opts := &SplitOptions{MaxSentenceChars: maxSentence, KeepMarkup: keepMarkup}
 		got, err := Split(in, opts)
+		if (err == nil || errors.Is(err, ErrEmptyText)) && IsEmpty(in, opts) != (err != nil) {
+			t.Fatalf("IsEmpty = %v, but Split: %v", err == nil, err)
+		}
 		if err != nil {
 			switch {
 			case errors.Is(err, ErrInvalidText):
