@@ -79,7 +79,7 @@ func (d *Daemon) purge(payload []byte) {
 // or a JSON object {"scope": "..."}; empty means "phrases" (what Home
 // Assistant's purge button sends).
 func parsePurgePayload(payload []byte) (string, error) {
-	text := strings.TrimSpace(string(payload))
+	text := string(trimPayload(payload))
 	if strings.HasPrefix(text, "{") {
 		var v struct {
 			Scope *string `json:"scope"`

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -100,6 +102,80 @@ func TestVoiceSet(t *testing.T) {
 	}
 }
 
+// TestVoiceSetChecksTheVoice: voice/set makes a voice the default only
+// once the engine has loaded it; a voice whose files are gone is refused
+// (unknown_voice), one that fails to load too (synthesis), and the default
+// stays what it was.
+func TestVoiceSetChecksTheVoice(t *testing.T) {
+	h := newHarness(t, nil).start()
+	failed := func() []Event {
+		var out []Event
+		for _, e := range h.events() {
+			if e.State == EventFailed {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	for i, tc := range []struct {
+		err    error
+		reason string
+	}{
+		{fmt.Errorf("%w \"bob\": its files are gone", ErrUnknownVoice), ReasonUnknownVoice},
+		{errors.New("load bob: truncated model"), ReasonSynthesis},
+	} {
+		h.eng.mu.Lock()
+		h.eng.broken = map[string]error{"bob": tc.err}
+		h.eng.mu.Unlock()
+		h.send("voice/set", "bob")
+		waitFor(t, "failed event", func() bool { return len(failed()) == i+1 })
+		if e := failed()[i]; e.Reason != tc.reason || e.Command != "voice/set" || !strings.Contains(e.Error, "bob") {
+			t.Errorf("event %+v, want reason %s", e, tc.reason)
+		}
+		if v := h.d.Snapshot().Voice; v != "alice" {
+			t.Errorf("voice %q after a refused voice/set", v)
+		}
+	}
+	h.send("say", `{"id":"after","text":"x"}`)
+	h.waitEvent("after", EventFinished)
+	if v := h.eng.last().Voice; v != "alice" {
+		t.Errorf("a say without a voice went to %q", v)
+	}
+	waitFor(t, "state with the old voice", func() bool { return h.lastState().Voice == "alice" })
+}
+
+// TestVoiceSetLastWins: while one voice is being checked, a later
+// voice/set replaces any waiting one; the last command decides.
+func TestVoiceSetLastWins(t *testing.T) {
+	h := newHarness(t, nil).start()
+	hold := make(chan struct{})
+	h.eng.mu.Lock()
+	h.eng.checkHold = hold
+	h.eng.mu.Unlock()
+	checks := func() []string {
+		h.eng.mu.Lock()
+		defer h.eng.mu.Unlock()
+		return slices.Clone(h.eng.checks)
+	}
+	h.send("voice/set", "bob")
+	waitFor(t, "the check of bob", func() bool { return len(checks()) == 1 })
+	h.send("voice/set", "bob")   // replaced by the next
+	h.send("voice/set", "alice") // the last word
+	close(hold)
+	waitFor(t, "the check of alice", func() bool { return len(checks()) == 2 })
+	waitFor(t, "checks done", func() bool {
+		h.d.mu.Lock()
+		defer h.d.mu.Unlock()
+		return !h.d.voiceChecking
+	})
+	if got := checks(); !slices.Equal(got, []string{"bob", "alice"}) {
+		t.Errorf("checked %v, want bob then alice", got)
+	}
+	if v := h.d.Snapshot().Voice; v != "alice" {
+		t.Errorf("voice %q, want alice: the last voice/set", v)
+	}
+}
+
 func TestCachePurgeNotSupported(t *testing.T) {
 	h := newHarness(t, nil).start()
 	h.send("cache/purge", `{"scope":"all"}`)
@@ -110,7 +186,12 @@ func TestCachePurgeNotSupported(t *testing.T) {
 }
 
 func TestBadPayloadsKeepServing(t *testing.T) {
-	h := newHarness(t, nil).start()
+	h := newHarness(t, func(o *Options) {
+		// What mynahd passes: markup alone says nothing.
+		o.Decode = &DecodeOptions{Speakable: func(s string) bool {
+			return strings.Trim(strings.NewReplacer("<speak>", "", "</speak>", "", "<break time='100000s'/>", "").Replace(s), " ") != ""
+		}}
+	}).start()
 	bad := []struct {
 		topic, payload, reason string
 	}{
@@ -120,7 +201,8 @@ func TestBadPayloadsKeepServing(t *testing.T) {
 		{"say", "a\x00b", ReasonNULByte},
 		{"say", `{"text":"a","x":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, ReasonTooDeep},
 		{"say", `{"text":1}`, ReasonBadField},
-		{"say", `{"text":"a","rate":NaN}`, ReasonInvalidJSON},
+		{"say", "\ufeff{\"text\":\"a\",\"rate\":99}", ReasonBadRate},
+		{"say", "<speak><break time='100000s'/></speak>", ReasonEmpty},
 		{"say", `{"text":"a","rate":1e309}`, ReasonBadRate},
 		{"say", `{"text":"a","voice":"carol"}`, ReasonUnknownVoice},
 		{"say", `{"text":"a","voice":"../../etc/passwd"}`, ReasonBadName},

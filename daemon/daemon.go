@@ -18,6 +18,10 @@ var (
 	// ErrUnknownVoice is what an Engine should wrap when Speech.Voice names
 	// no voice it has; the daemon reports it as reason unknown_voice.
 	ErrUnknownVoice = errors.New("unknown voice")
+	// ErrNothingToSay is what an Engine should wrap when the text holds
+	// nothing its front end can speak (markup alone, say); the daemon
+	// reports it as reason empty, not as a synthesis failure.
+	ErrNothingToSay = errors.New("nothing to say")
 	// ErrInvalidOptions is wrapped by New's errors; the message names the
 	// Options field.
 	ErrInvalidOptions = errors.New("invalid daemon options")
@@ -38,6 +42,9 @@ const (
 	// maxSilence caps Chunk.Silence so a broken engine cannot hold the
 	// speaker for minutes of nothing.
 	maxSilence = 5 * time.Second
+	// voiceCheckTimeout bounds Engine.CheckVoice for voice/set: a cold
+	// load of a large voice on a small CPU takes seconds, not minutes.
+	voiceCheckTimeout = time.Minute
 )
 
 // Options configures a Daemon. Transport, Engine and Sink are required;
@@ -290,6 +297,11 @@ type Daemon struct {
 	enrolling  atomic.Int32 // enrollments waiting or running
 	enrollMu   sync.Mutex   // one enrollment at a time
 	retained   chan retainedMsg
+	// voiceWanted is the voice/set waiting for its check ("" = none) and
+	// voiceChecking whether the goroutine checking voices runs; both
+	// under mu.
+	voiceWanted   string
+	voiceChecking bool
 
 	work         chan struct{} // a request was queued
 	outbox       chan Event
@@ -537,7 +549,11 @@ func (d *Daemon) handle(m Message) {
 	default:
 		if isOwner {
 			if err := ValidateName(owner); err != nil {
-				d.emitFailed("", "", command, ReasonBadName, fmt.Errorf("owner: %w", err))
+				id := ""
+				if command == cmdEnroll {
+					id = peekID(m.Payload)
+				}
+				d.emitFailed(id, "", command, ReasonBadName, fmt.Errorf("owner: %w", err))
 				return
 			}
 			switch command {
@@ -655,8 +671,14 @@ func (d *Daemon) setVolume(payload []byte) {
 	d.markState()
 }
 
+// setVoice runs a voice/set command. The voice becomes the default only
+// once the engine has checked it (loaded it, typically): a voice whose
+// files are gone must be refused now, not fail every request after it.
+// The checks run off the MQTT handler, one at a time, in order; a
+// voice/set that arrives while another waits replaces it (a Home
+// Assistant select clicked through several voices loads only the last).
 func (d *Daemon) setVoice(payload []byte) {
-	name := strings.TrimSpace(string(payload))
+	name := string(trimPayload(payload))
 	if err := ValidateName(name); err != nil {
 		d.emitFailed("", "", "voice/set", ReasonBadName, err)
 		return
@@ -667,7 +689,46 @@ func (d *Daemon) setVoice(payload []byte) {
 		d.emitFailed("", "", "voice/set", ReasonUnknownVoice, fmt.Errorf("%w %q", ErrUnknownVoice, name))
 		return
 	}
-	d.voice = name
-	d.log.Info("default voice set", "voice", name)
-	d.markState()
+	if d.closed {
+		return
+	}
+	d.voiceWanted = name
+	if d.voiceChecking {
+		return
+	}
+	d.voiceChecking = true
+	d.background.Add(1)
+	go d.checkVoices()
+}
+
+// checkVoices checks the voices voice/set asks for until none waits.
+func (d *Daemon) checkVoices() {
+	defer d.background.Done()
+	for {
+		d.mu.Lock()
+		name := d.voiceWanted
+		d.voiceWanted = ""
+		if name == "" {
+			d.voiceChecking = false
+			d.mu.Unlock()
+			return
+		}
+		d.mu.Unlock()
+
+		ctx, cancel := context.WithTimeout(d.bgCtx, voiceCheckTimeout)
+		err := d.opts.Engine.CheckVoice(ctx, name)
+		cancel()
+		if err != nil {
+			if d.bgCtx.Err() != nil {
+				return // shutting down: the check was cut, not failed
+			}
+			d.emitFailed("", "", "voice/set", speakerReason(err), fmt.Errorf("voice %q: %w", name, err))
+			continue
+		}
+		d.mu.Lock()
+		d.voice = name
+		d.mu.Unlock()
+		d.log.Info("default voice set", "voice", name)
+		d.markState()
+	}
 }

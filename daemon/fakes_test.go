@@ -27,13 +27,17 @@ func (f *fakeTransport) Publish(ctx context.Context, topic string, payload []byt
 }
 
 type fakeEngine struct {
-	VoicesFunc func() []string
-	SpeakFunc  func(ctx context.Context, s Speech, emit func(Chunk) error) error
+	VoicesFunc     func() []string
+	SpeakFunc      func(ctx context.Context, s Speech, emit func(Chunk) error) error
+	CheckVoiceFunc func(ctx context.Context, name string) error
 }
 
 func (f *fakeEngine) Voices() []string { return f.VoicesFunc() }
 func (f *fakeEngine) Speak(ctx context.Context, s Speech, emit func(Chunk) error) error {
 	return f.SpeakFunc(ctx, s, emit)
+}
+func (f *fakeEngine) CheckVoice(ctx context.Context, name string) error {
+	return f.CheckVoiceFunc(ctx, name)
 }
 
 type fakeSink struct {
@@ -144,6 +148,8 @@ func (r *transportRec) on(topic string) []published {
 // text at '.', advances the clock by synth per sentence and emits frames
 // samples of value 1000 at 16 kHz per sentence. hold, when set, makes
 // Speak wait for it before each sentence (a slow or stuck model).
+// CheckVoice returns what broken says for the voice (nil: it loads),
+// after waiting for checkHold when that is set.
 type speakRec struct {
 	clock  *fakeClock
 	synth  time.Duration
@@ -152,15 +158,32 @@ type speakRec struct {
 	// cached marks sentences the fake "found in its phrase cache".
 	cached func(sentence string) bool
 
-	mu    sync.Mutex
-	calls []Speech
-	hold  chan struct{}
-	fake  fakeEngine
+	mu        sync.Mutex
+	calls     []Speech
+	hold      chan struct{}
+	broken    map[string]error
+	checks    []string
+	checkHold chan struct{}
+	fake      fakeEngine
 }
 
 func newSpeakRec(clock *fakeClock) *speakRec {
 	e := &speakRec{clock: clock, synth: 5 * time.Millisecond, frames: 800}
 	e.fake.VoicesFunc = func() []string { return []string{"alice", "bob"} }
+	e.fake.CheckVoiceFunc = func(ctx context.Context, name string) error {
+		e.mu.Lock()
+		e.checks = append(e.checks, name)
+		hold, err := e.checkHold, e.broken[name]
+		e.mu.Unlock()
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return err
+	}
 	e.fake.SpeakFunc = func(ctx context.Context, s Speech, emit func(Chunk) error) error {
 		e.mu.Lock()
 		e.calls = append(e.calls, s)

@@ -72,12 +72,17 @@ type Chunk struct {
 // Engine synthesizes speech. Speak calls emit once per sentence, in order,
 // and emits sentence n before it synthesizes sentence n+1. It should wrap
 // ErrUnknownVoice for a voice it does not have, so that the failure event
-// says unknown_voice rather than synthesis. Voices is called at start and
-// on every discovery publish; the daemon takes the list as the truth for
-// validating voice names.
+// says unknown_voice rather than synthesis, and ErrNothingToSay for a text
+// with nothing to speak in it (reason empty). Voices is called at start
+// and on every discovery publish; the daemon takes the list as the truth
+// for validating voice names. CheckVoice makes sure a voice of that list
+// can speak now (its files are there and load), for voice/set: it may
+// take as long as loading the voice, and wraps ErrUnknownVoice when the
+// voice is gone.
 type Engine interface {
 	Voices() []string
 	Speak(ctx context.Context, s Speech, emit func(Chunk) error) error
+	CheckVoice(ctx context.Context, name string) error
 }
 
 // Sink plays audio. Abort must make a blocked Write return at once.

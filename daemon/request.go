@@ -103,6 +103,13 @@ type DecodeOptions struct {
 	MaxDepth int
 	// MaxTTL bounds the ttl field (default 24 h).
 	MaxTTL time.Duration
+	// Speakable, when set, says whether a text holds anything to say once
+	// the voices' front end has cleaned it; a text it refuses fails at
+	// once with reason empty instead of being queued. mynahd passes
+	// audio/text's rule, under which markup alone ("<speak><break
+	// time='1s'/></speak>") says nothing. nil takes any text that is not
+	// blank.
+	Speakable func(text string) bool
 }
 
 func (o *DecodeOptions) withDefaults() DecodeOptions {
@@ -128,11 +135,11 @@ func (o *DecodeOptions) withDefaults() DecodeOptions {
 // Reasons are the machine-readable codes in failed and dropped events.
 // DecodeError carries the first group; the daemon adds the rest.
 const (
-	ReasonEmpty          = "empty"           // no text
+	ReasonEmpty          = "empty"           // no text, or nothing to say in it (markup alone)
 	ReasonTooLarge       = "too_large"       // payload over MaxPayloadBytes
 	ReasonInvalidUTF8    = "invalid_utf8"    // payload is not UTF-8
 	ReasonNULByte        = "nul_byte"        // NUL in the payload or a string
-	ReasonInvalidJSON    = "invalid_json"    // starts with { but is not one JSON object
+	ReasonInvalidJSON    = "invalid_json"    // a command that must be JSON (speaker/enroll) is not one JSON object
 	ReasonTooDeep        = "too_deep"        // JSON nested deeper than MaxDepth
 	ReasonBadField       = "bad_field"       // a known field has the wrong JSON type
 	ReasonTextTooLong    = "text_too_long"   // text over MaxTextRunes
@@ -141,7 +148,7 @@ const (
 	ReasonBadVolume      = "bad_volume"      // volume outside 0..1 (or 0..100 %)
 	ReasonBadPriority    = "bad_priority"    // not low, normal or alert
 	ReasonBadTTL         = "bad_ttl"         // ttl not in (0, MaxTTL]
-	ReasonUnknownVoice   = "unknown_voice"   // not one of Engine.Voices
+	ReasonUnknownVoice   = "unknown_voice"   // not one of Engine.Voices, or (voice/set) its files are gone
 	ReasonSynthesis      = "synthesis"       // the engine failed
 	ReasonAudio          = "audio"           // the sink failed
 	ReasonExpired        = "expired"         // ttl passed before it could start
@@ -189,13 +196,17 @@ func decodeErr(reason, field, format string, args ...any) *DecodeError {
 }
 
 // DecodeSay turns a say payload into a Request. The payload is plain UTF-8
-// text, or, when its first non-space byte is '{', a JSON object with the
-// fields text (alias message), voice, speaker, id, priority, interrupt,
-// volume (0..1), rate, ttl (seconds), session and cache (bool). Field
-// names are case-sensitive; unknown fields are ignored, known fields with
-// the wrong type are errors. Every error is a *DecodeError; when the id
-// could be read before the error, the returned Request carries it (else a
-// generated one) so a failed event can name the request.
+// text, or a JSON object with the fields text (alias message), voice,
+// speaker, id, priority, interrupt, volume (0..1), rate, ttl (seconds),
+// session and cache (bool). A leading byte-order mark is ignored. Only a
+// payload that is one valid JSON object is read as JSON: a text that
+// merely starts with '{' ("{name} is at the door", a template that did
+// not render) is spoken like any other. Field names are case-sensitive;
+// unknown fields are ignored, known fields with the wrong type are
+// errors. Every error is a *DecodeError; when the payload has a valid id,
+// the returned Request carries it even if the payload was refused before
+// its fields were read (else a generated one), so a failed event can name
+// the request.
 func DecodeSay(payload []byte, now time.Time, opts *DecodeOptions) (Request, error) {
 	o := opts.withDefaults()
 	r := Request{Priority: PriorityNormal, Rate: 1, Received: now}
@@ -210,23 +221,19 @@ func DecodeSay(payload []byte, now time.Time, opts *DecodeOptions) (Request, err
 }
 
 func decodeSay(r *Request, payload []byte, o *DecodeOptions) error {
-	if len(payload) > o.MaxPayloadBytes {
-		return decodeErr(ReasonTooLarge, "", "payload is %d bytes, over the limit of %d (MaxPayloadBytes)", len(payload), o.MaxPayloadBytes)
+	if err := checkPayload(payload, o); err != nil {
+		r.ID = peekID(payload)
+		return err
 	}
-	if !utf8.Valid(payload) {
-		return decodeErr(ReasonInvalidUTF8, "", "payload is not valid UTF-8")
-	}
-	if bytes.IndexByte(payload, 0) >= 0 {
-		return decodeErr(ReasonNULByte, "", "payload contains a NUL byte")
-	}
-	trimmed := bytes.TrimSpace(payload)
+	trimmed := trimPayload(payload)
 	if len(trimmed) == 0 {
 		return decodeErr(ReasonEmpty, "", "payload is empty: send the text to speak")
 	}
-	if trimmed[0] != '{' {
+	if !isJSONObject(trimmed) {
 		return setText(r, string(trimmed), "", o)
 	}
 	if jsonTooDeep(trimmed, o.MaxDepth) {
+		r.ID = peekID(trimmed)
 		return decodeErr(ReasonTooDeep, "", "JSON nests deeper than %d levels (MaxDepth)", o.MaxDepth)
 	}
 	var fields map[string]json.RawMessage
@@ -234,6 +241,19 @@ func decodeSay(r *Request, payload []byte, o *DecodeOptions) error {
 		return decodeErr(ReasonInvalidJSON, "", "%v", err)
 	}
 	return decodeFields(r, fields, o)
+}
+
+// checkPayload refuses what no say may be, before anything is parsed.
+func checkPayload(payload []byte, o *DecodeOptions) error {
+	switch {
+	case len(payload) > o.MaxPayloadBytes:
+		return decodeErr(ReasonTooLarge, "", "payload is %d bytes, over the limit of %d (MaxPayloadBytes)", len(payload), o.MaxPayloadBytes)
+	case !utf8.Valid(payload):
+		return decodeErr(ReasonInvalidUTF8, "", "payload is not valid UTF-8")
+	case bytes.IndexByte(payload, 0) >= 0:
+		return decodeErr(ReasonNULByte, "", "payload contains a NUL byte")
+	}
+	return nil
 }
 
 // decodeFields reads the id first so that later errors can name the request.
@@ -321,6 +341,9 @@ func setText(r *Request, text, field string, o *DecodeOptions) error {
 	}
 	if n := utf8.RuneCountInString(text); n > o.MaxTextRunes {
 		return decodeErr(ReasonTextTooLong, field, "text is %d characters, over the limit of %d (MaxTextRunes)", n, o.MaxTextRunes)
+	}
+	if o.Speakable != nil && !o.Speakable(text) {
+		return decodeErr(ReasonEmpty, field, "nothing to say in %s once markup is removed: send words", quoteShort(text))
 	}
 	r.Text = text
 	return nil
@@ -419,37 +442,6 @@ func jsonKind(v json.RawMessage) string {
 	return "a number"
 }
 
-// jsonTooDeep reports whether b nests objects and arrays deeper than limit.
-// It runs before encoding/json so that a hostile payload is rejected in
-// one linear pass without building anything.
-func jsonTooDeep(b []byte, limit int) bool {
-	depth, inString, escaped := 0, false, false
-	for _, c := range b {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			if depth++; depth > limit {
-				return true
-			}
-		case '}', ']':
-			depth--
-		}
-	}
-	return false
-}
-
 // ValidateName checks a voice, speaker, id, session or owner name:
 // 1..MaxNameBytes bytes of ASCII letters, digits, space, '_', '.' and '-',
 // starting with a letter, digit or '_', not ending in a space, and never
@@ -508,7 +500,7 @@ func newID() string {
 // ("50"). A bare "1" is full volume, not 1 %: send "1%" for that. The
 // result is 0..1. Errors are *DecodeError with ReasonBadVolume.
 func ParseVolume(payload []byte) (float64, error) {
-	s := strings.TrimSpace(string(payload))
+	s := string(trimPayload(payload))
 	if len(s) > 32 {
 		return 0, decodeErr(ReasonBadVolume, "", "volume of %d bytes is over the limit of 32", len(s))
 	}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -22,6 +23,18 @@ func TestDecodeSayAccepts(t *testing.T) {
 		{"plain trimmed", "  \n hi \t", Request{Text: "hi", Priority: PriorityNormal, Rate: 1}},
 		{"plain starting with bracket", `["a"]`, Request{Text: `["a"]`, Priority: PriorityNormal, Rate: 1}},
 		{"markup is just text", "<break time='100000s'/>", Request{Text: "<break time='100000s'/>", Priority: PriorityNormal, Rate: 1}},
+		{"BOM before plain text", "\ufeffHello.", Request{Text: "Hello.", Priority: PriorityNormal, Rate: 1}},
+		{"BOM before JSON", "\ufeff{\"id\":\"b1\",\"text\":\"hi\"}", Request{ID: "b1", Text: "hi", Priority: PriorityNormal, Rate: 1}},
+		{"space, BOMs, space before JSON", " \ufeff\ufeff\n{\"id\":\"b2\",\"text\":\"hi\"}", Request{ID: "b2", Text: "hi", Priority: PriorityNormal, Rate: 1}},
+		// Only a valid JSON object is the JSON form; a text that starts
+		// with { is read aloud, as Home Assistant's notify sends it.
+		{"brace text", "{name} is at the door", Request{Text: "{name} is at the door", Priority: PriorityNormal, Rate: 1}},
+		{"not json", "{not json", Request{Text: "{not json", Priority: PriorityNormal, Rate: 1}},
+		{"broken JSON is text", `{"text":`, Request{Text: `{"text":`, Priority: PriorityNormal, Rate: 1}},
+		{"trailing garbage is text", `{"text":"a"} x`, Request{Text: `{"text":"a"} x`, Priority: PriorityNormal, Rate: 1}},
+		{"two objects are text", `{"text":"a"}{"text":"b"}`, Request{Text: `{"text":"a"}{"text":"b"}`, Priority: PriorityNormal, Rate: 1}},
+		{"NaN rate is not JSON", `{"text":"a","rate":NaN}`, Request{Text: `{"text":"a","rate":NaN}`, Priority: PriorityNormal, Rate: 1}},
+		{"brackets in strings do not count", `{"text":"` + strings.Repeat("[", 100) + `"`, Request{Text: `{"text":"` + strings.Repeat("[", 100) + `"`, Priority: PriorityNormal, Rate: 1}},
 		{"cjk", "你好。", Request{Text: "你好。", Priority: PriorityNormal, Rate: 1}},
 		{"json minimal", `{"text":"hi"}`, Request{Text: "hi", Priority: PriorityNormal, Rate: 1}},
 		{"json all fields", `{"text":" hi ","voice":"en_US-lessac-medium","speaker":"Ann 2","id":"req.1",
@@ -96,14 +109,17 @@ func TestDecodeSayRejects(t *testing.T) {
 		{"escaped nul", []byte(`{"id":"n1","text":"a\u0000b"}`), ReasonNULByte, "text", "n1"},
 		{"text over limit", []byte(strings.Repeat("é", 5001)), ReasonTextTooLong, "", ""},
 		{"text without punctuation over limit", []byte(strings.Repeat("word ", 10000)), ReasonTextTooLong, "", ""},
-		{"deep JSON", []byte(`{"text":"a","x":` + deep + `}`), ReasonTooDeep, "", ""},
+		{"deep JSON", []byte(`{"id":"d","text":"a","x":` + deep + `}`), ReasonTooDeep, "", "d"},
 		{"very deep JSON", []byte(strings.Repeat(`{"a":`, 5000) + "1" + strings.Repeat("}", 5000)), ReasonTooDeep, "", ""},
-		{"brackets in strings do not count", []byte(`{"text":"` + strings.Repeat("[", 100) + `"`), ReasonInvalidJSON, "", ""},
-		{"broken JSON", []byte(`{"text":`), ReasonInvalidJSON, "", ""},
-		{"trailing garbage", []byte(`{"text":"a"} x`), ReasonInvalidJSON, "", ""},
-		{"NaN rate", []byte(`{"text":"a","rate":NaN}`), ReasonInvalidJSON, "", ""},
-		{"Infinity rate", []byte(`{"text":"a","rate":Infinity}`), ReasonInvalidJSON, "", ""},
 		{"1e309 rate", []byte(`{"id":"r","text":"a","rate":1e309}`), ReasonBadRate, "rate", "r"},
+		{"BOM, then a bad rate", []byte("\ufeff{\"id\":\"bom\",\"rate\":99,\"text\":\"a\"}"), ReasonBadRate, "rate", "bom"},
+		{"BOM only", []byte("\ufeff \ufeff"), ReasonEmpty, "", ""},
+		{"BOM before blank JSON text", []byte("\ufeff{\"text\":\" \"}"), ReasonEmpty, "text", ""},
+		// Refused before the fields are read, yet the event names the request.
+		{"one megabyte with an id", append([]byte(`{"id":"big","text":"`), bytes.Repeat([]byte("a"), 1<<20)...), ReasonTooLarge, "", "big"},
+		{"id after a megabyte", []byte(`{"text":"` + strings.Repeat("a", 1<<20) + `","id":"late"}`), ReasonTooLarge, "", "late"},
+		{"invalid utf-8 with an id", []byte("{\"id\":\"u\",\"text\":\"caf\xe9\"}"), ReasonInvalidUTF8, "", "u"},
+		{"raw nul with an id", []byte("{\"id\":\"n\",\"text\":\"a\x00\"}"), ReasonNULByte, "", "n"},
 		{"negative rate", []byte(`{"text":"a","rate":-1}`), ReasonBadRate, "rate", ""},
 		{"zero rate", []byte(`{"text":"a","rate":0}`), ReasonBadRate, "rate", ""},
 		{"huge rate", []byte(`{"text":"a","rate":4.01}`), ReasonBadRate, "rate", ""},
@@ -161,6 +177,127 @@ func TestDecodeSayRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestDecodeSaySpeakable(t *testing.T) {
+	// mynahd passes audio/text's rule; this one stands for it.
+	noMarkup := func(s string) bool {
+		return strings.TrimSpace(strings.NewReplacer("<speak>", "", "</speak>", "", "<break time='100000s'/>", "").Replace(s)) != ""
+	}
+	opts := &DecodeOptions{Speakable: noMarkup}
+	for _, tc := range []struct {
+		payload, id, field string
+	}{
+		{"<speak><break time='100000s'/></speak>", "", ""},
+		{`{"id":"m","text":"<speak><break time='100000s'/></speak>"}`, "m", "text"},
+		{`{"id":"m2","message":"<break time='100000s'/>"}`, "m2", "message"},
+		{"\ufeff<break time='100000s'/>", "", ""},
+	} {
+		r, err := DecodeSay([]byte(tc.payload), t0, opts)
+		var de *DecodeError
+		if !errors.As(err, &de) || de.Reason != ReasonEmpty || de.Field != tc.field {
+			t.Errorf("%q: %v, want reason empty, field %q", tc.payload, err, tc.field)
+			continue
+		}
+		if tc.id != "" && r.ID != tc.id {
+			t.Errorf("%q: id %q, want %q", tc.payload, r.ID, tc.id)
+		}
+	}
+	if r, err := DecodeSay([]byte("<speak>Hello.</speak>"), t0, opts); err != nil || r.Text != "<speak>Hello.</speak>" {
+		t.Errorf("text with words in markup: %+v, %v", r, err)
+	}
+	// Without the rule, markup is text for the engine to judge.
+	if _, err := DecodeSay([]byte("<break time='100000s'/>"), t0, nil); err != nil {
+		t.Errorf("no Speakable: %v", err)
+	}
+}
+
+func TestPeekID(t *testing.T) {
+	for _, tc := range []struct {
+		payload, want string
+	}{
+		{`{"id":"a"}`, "a"},
+		{` {"text":"x","id":"b"} `, "b"},
+		{"\ufeff{\"id\":\"bom\"}", "bom"},
+		{`{"text":"x \" \\","n":[1,{"id":"inner"}],"o":{"id":"inner"},"t":true,"z":null,"f":-1.5e3,"id":"c"}`, "c"},
+		{`{"\u0069d":"escaped"}`, "escaped"},
+		{`{"id":"first","id":"second"}`, "first"},
+		{`{"id":"ok","text":` + strings.Repeat("[", 100), "ok"}, // breaks after the id
+		{"{\"id\":\"ok\",\"text\":\"caf\xe9\"}", "ok"},
+		{`{"id" : "spaced" }`, "spaced"},
+		{`{"ID":"case"}`, ""},
+		{`{"ids":"no"}`, ""},
+		{`{"id":7}`, ""},
+		{`{"id":"../x"}`, ""},
+		{`{"id":"` + strings.Repeat("n", MaxNameBytes+1) + `"}`, ""},
+		{`{"text":"x"`, ""},
+		{`{"text":"x",}`, ""},
+		{`{"text":}`, ""},
+		{`{"text" "x","id":"a"}`, ""},
+		{`{"text":"unterminated,"id":"a"}`, ""},
+		{`{}`, ""},
+		{`["id","a"]`, ""},
+		{`id=a`, ""},
+		{"", ""},
+	} {
+		if got := peekID([]byte(tc.payload)); got != tc.want {
+			t.Errorf("peekID(%.60q) = %q, want %q", tc.payload, got, tc.want)
+		}
+	}
+}
+
+// FuzzPeekID: on a valid JSON object, peekID finds what a JSON decoder
+// walking the top level finds first; on anything else, a valid name or
+// nothing.
+func FuzzPeekID(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"a"}`, `{"text":"x","id":"b"}`, "\ufeff{\"id\":\"bom\",\"rate\":99}", `{"\u0069d":"e"}`,
+		`{"a":[{"id":"x"}],"id":"y"}`, `{"id":"first","id":"second"}`, `{"id":1}`, `{"id":"a/b"}`,
+		`{"text":"` + strings.Repeat("[", 20) + `","id":"s"}`, "{\"id\":\"u\",\"t\":\"\xe9\"}", `{"id":"ok","x":`,
+		`{not json`, `{}`, `[]`, "",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		got := peekID(payload)
+		if got != "" && ValidateName(got) != nil {
+			t.Fatalf("peekID = %q, not a valid name", got)
+		}
+		b := trimPayload(payload)
+		if !isJSONObject(b) {
+			return
+		}
+		if want := firstID(b); got != want {
+			t.Fatalf("peekID = %q, a decoder finds %q", got, want)
+		}
+	})
+}
+
+// firstID is peekID's oracle: the first top-level "id" as encoding/json's
+// decoder reads it, if it is a valid name.
+func firstID(b []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil {
+		return ""
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return ""
+		}
+		if key == "id" {
+			var id string
+			if json.Unmarshal(v, &id) != nil || ValidateName(id) != nil {
+				return ""
+			}
+			return id
+		}
+	}
+	return ""
 }
 
 func TestDecodeErrorsNameTheLimit(t *testing.T) {
@@ -225,12 +362,17 @@ func FuzzDecodeSay(f *testing.F) {
 		`{"text":"a","x":[[[[[[[[[[1]]]]]]]]]]}`, `{"text":"a","ttl":-1,"volume":2}`, "caf\xe9", "a\x00",
 		`{"id":"ok","text":"x","volume":0.5,"rate":0.25,"ttl":60,"session":"s","cache":true,"speaker":"a b"}`,
 		`{"text":"\"[{"}`, `{"text":"a"}{"text":"b"}`,
+		"\ufeff{\"id\":\"b\",\"rate\":99}", "\ufeffplain", " \ufeff \ufeff{\"text\":\"x\"}", "{not json", "{name} is here",
+		"<speak><break time='100000s'/></speak>", `{"text":"<speak><break time='100000s'/></speak>"}`,
+		"{\"id\":\"u\",\"text\":\"\xe9\"}",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
+	// Markup alone stands for what the voices' front end finds empty.
+	speakable := func(s string) bool { return strings.Trim(s, "<>/ ") != "" }
 	f.Fuzz(func(t *testing.T, payload []byte) {
-		r, err := DecodeSay(payload, t0, &DecodeOptions{MaxPayloadBytes: 4096, MaxTextRunes: 500})
+		r, err := DecodeSay(payload, t0, &DecodeOptions{MaxPayloadBytes: 4096, MaxTextRunes: 500, Speakable: speakable})
 		if r.ID == "" {
 			t.Fatal("no id")
 		}
@@ -239,11 +381,26 @@ func FuzzDecodeSay(f *testing.F) {
 			if !errors.As(err, &de) || de.Reason == "" {
 				t.Fatalf("error %v has no reason", err)
 			}
+			if de.Reason == ReasonInvalidJSON {
+				t.Fatalf("a say is text or JSON, never invalid JSON: %v", err)
+			}
+			switch de.Reason {
+			case ReasonTooLarge, ReasonInvalidUTF8, ReasonNULByte, ReasonTooDeep:
+				// Refused before the fields were read: the id is peeked.
+				if id := peekID(payload); id != "" && r.ID != id {
+					t.Fatalf("failed with id %q, the payload has %q", r.ID, id)
+				}
+			}
 			return
 		}
+		if trimmed := trimPayload(payload); !isJSONObject(trimmed) && r.Text != string(trimmed) {
+			t.Fatalf("plain text %q became %q", trimmed, r.Text)
+		}
 		switch {
-		case r.Text == "" || r.Text != strings.TrimSpace(r.Text):
+		case r.Text == "" || r.Text != strings.TrimSpace(r.Text) || strings.HasPrefix(r.Text, "\ufeff"):
 			t.Fatalf("text %q is empty or untrimmed", r.Text)
+		case !speakable(r.Text):
+			t.Fatalf("text %q has nothing to say", r.Text)
 		case !utf8.ValidString(r.Text) || strings.IndexByte(r.Text, 0) >= 0:
 			t.Fatalf("text %q is not clean UTF-8", r.Text)
 		case utf8.RuneCountInString(r.Text) > 500:

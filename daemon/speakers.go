@@ -96,17 +96,28 @@ type enrollPayload struct {
 }
 
 // DecodeEnroll parses a speaker/enroll payload: a JSON object with name,
-// audio (a WAV file in base64) and optionally id and voice. The WAV is read
-// by the strict parser with MaxReferenceBytes and MaxReferenceDuration.
-// Errors are *DecodeError (reasons too_large, invalid_json, bad_field,
-// bad_name, bad_audio); the returned Enrollment carries the id when it
-// could be read.
+// audio (a WAV file in base64, white space ignored) and optionally id and
+// voice. A leading byte-order mark is ignored. The WAV is read by the
+// strict parser with MaxReferenceBytes and MaxReferenceDuration, taking
+// the header a recorder writing to a pipe leaves (sizes 0 or 0xFFFFFFFF:
+// the audio runs to the end). Errors are *DecodeError (reasons too_large,
+// invalid_json, bad_field, bad_name, bad_audio); the returned Enrollment
+// carries the payload's id whenever it has a valid one, whatever the
+// error.
 func DecodeEnroll(payload []byte) (Enrollment, error) {
+	e, err := decodeEnroll(payload)
+	if err != nil && e.ID == "" {
+		e.ID = peekID(payload)
+	}
+	return e, err
+}
+
+func decodeEnroll(payload []byte) (Enrollment, error) {
 	var e Enrollment
 	if len(payload) > MaxEnrollBytes {
 		return e, decodeErr(ReasonTooLarge, "", "payload is %d bytes, over the limit of %d (MaxEnrollBytes)", len(payload), MaxEnrollBytes)
 	}
-	trimmed := bytes.TrimSpace(payload)
+	trimmed := trimPayload(payload)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return e, decodeErr(ReasonInvalidJSON, "", `want a JSON object {"name": ..., "audio": "<base64 WAV>"}`)
 	}
@@ -148,7 +159,7 @@ func DecodeEnroll(payload []byte) (Enrollment, error) {
 	if err != nil {
 		return e, decodeErr(ReasonBadAudio, "audio", "not base64: %v", err)
 	}
-	pcm, err := audio.DecodeWAV(wav, &audio.WAVOptions{MaxBytes: MaxReferenceBytes, MaxDuration: MaxReferenceDuration})
+	pcm, err := audio.DecodeWAV(wav, &audio.WAVOptions{MaxBytes: MaxReferenceBytes, MaxDuration: MaxReferenceDuration, Streaming: true})
 	if err != nil {
 		return e, &DecodeError{Reason: ReasonBadAudio, Field: "audio", Err: err}
 	}
@@ -160,11 +171,15 @@ func DecodeEnroll(payload []byte) (Enrollment, error) {
 }
 
 // decodeBase64 takes standard base64 with or without padding, ignoring
-// line breaks (base64 tools wrap at 76 columns).
+// white space anywhere: base64 tools wrap at 76 columns, and scripts that
+// paste their output into JSON leave the line breaks, the indentation and
+// a trailing newline.
 func decodeBase64(s string) ([]byte, error) {
 	clean := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c != '\n' && c != '\r' {
+		switch c := s[i]; c {
+		case ' ', '\t', '\n', '\r', '\f', '\v':
+		default:
 			clean = append(clean, c)
 		}
 	}
@@ -181,12 +196,12 @@ func decodeBase64(s string) ([]byte, error) {
 func (d *Daemon) enroll(payload []byte, owner string) {
 	const command = "speaker/enroll"
 	if d.opts.Speakers == nil {
-		d.emitFailed("", owner, command, ReasonNotSupported, errors.New("no voice here can clone speakers"))
+		d.emitFailed(peekID(payload), owner, command, ReasonNotSupported, errors.New("no voice here can clone speakers"))
 		return
 	}
 	if d.enrolling.Add(1) > maxPendingEnrolls {
 		d.enrolling.Add(-1)
-		d.emitFailed("", owner, command, ReasonBusy, fmt.Errorf("%d enrollments are already waiting", maxPendingEnrolls))
+		d.emitFailed(peekID(payload), owner, command, ReasonBusy, fmt.Errorf("%d enrollments are already waiting", maxPendingEnrolls))
 		return
 	}
 	d.background.Add(1)
@@ -228,7 +243,7 @@ func (d *Daemon) forget(payload []byte, owner string) {
 		d.emitFailed("", owner, command, ReasonNotSupported, errors.New("no voice here can clone speakers"))
 		return
 	}
-	name := string(bytes.TrimSpace(payload))
+	name := string(trimPayload(payload))
 	if err := ValidateName(name); err != nil {
 		d.emitFailed("", owner, command, ReasonBadName, err)
 		return
@@ -318,6 +333,8 @@ func speakerReason(err error) string {
 		return ReasonBadAudio
 	case errors.Is(err, ErrNoCloning):
 		return ReasonNotSupported
+	case errors.Is(err, ErrNothingToSay):
+		return ReasonEmpty
 	}
 	return ReasonSynthesis
 }

@@ -110,6 +110,8 @@ func TestDecodeEnroll(t *testing.T) {
 	for _, tc := range []struct {
 		name, payload, reason, field string
 	}{
+		{"unsized data chunk before fmt", enrollJSON("e", "dad", base64.StdEncoding.EncodeToString(slices.Concat([]byte("RIFF\xff\xff\xff\xffWAVEdata\xff\xff\xff\xff"), make([]byte, 64)))), ReasonBadAudio, "audio"},
+		{"base64 with a stray character", enrollJSON("e", "dad", good[:8]+"*"+good[8:]), ReasonBadAudio, "audio"},
 		{"0 channels", enrollJSON("e", "dad", patched(22, 0, 2)), ReasonBadAudio, "audio"},
 		{"0 Hz", enrollJSON("e", "dad", patched(24, 0, 4)), ReasonBadAudio, "audio"},
 		{"format tag 0x55 (MP3)", enrollJSON("e", "dad", patched(20, 0x55, 2)), ReasonBadAudio, "audio"},
@@ -132,7 +134,7 @@ func TestDecodeEnroll(t *testing.T) {
 		{"over MaxEnrollBytes", enrollJSON("e", "dad", strings.Repeat("A", MaxEnrollBytes)), ReasonTooLarge, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeEnroll([]byte(tc.payload))
+			e, err := DecodeEnroll([]byte(tc.payload))
 			var de *DecodeError
 			if !errors.As(err, &de) {
 				t.Fatalf("error %v is not a *DecodeError", err)
@@ -140,7 +142,25 @@ func TestDecodeEnroll(t *testing.T) {
 			if de.Reason != tc.reason || de.Field != tc.field {
 				t.Errorf("reason %q field %q (%v), want %q %q", de.Reason, de.Field, err, tc.reason, tc.field)
 			}
+			if want := peekID([]byte(tc.payload)); e.ID != want {
+				t.Errorf("id %q, want the payload's %q", e.ID, want)
+			}
 		})
+	}
+	// Every failure names the request when the payload has an id, even
+	// one refused before its fields were read.
+	for _, tc := range []struct {
+		name, payload, id string
+	}{
+		{"too large", enrollJSON("big", "dad", strings.Repeat("A", MaxEnrollBytes)), "big"},
+		{"too large, id last", `{"name":"dad","audio":"` + strings.Repeat("A", MaxEnrollBytes) + `","id":"late"}`, "late"},
+		{"name a number", `{"id":"n5","name":5,"audio":"` + good + `"}`, "n5"},
+		{"broken after the id", `{"id":"br","name":`, "br"},
+		{"audio not base64", enrollJSON("nb", "dad", "!!!!"), "nb"},
+	} {
+		if e, err := DecodeEnroll([]byte(tc.payload)); err == nil || e.ID != tc.id {
+			t.Errorf("%s: id %q (%v), want %q", tc.name, e.ID, err, tc.id)
+		}
 	}
 
 	e, err := DecodeEnroll([]byte(`{"id":"e1","name":"dad","voice":"clone","audio":"` + good + `"}`))
@@ -159,6 +179,56 @@ func TestDecodeEnroll(t *testing.T) {
 	if _, err := DecodeEnroll([]byte(enrollJSON("e", "dad", wrapped.String()))); err != nil {
 		t.Errorf("wrapped base64: %v", err)
 	}
+
+	// What recorders and scripts send: a WAV written to a pipe, base64
+	// with white space, a byte-order mark.
+	ref := audio.PCM{Rate: 16000, Channels: 1, Samples: make([]int16, 1600)}
+	for i := range ref.Samples {
+		ref.Samples[i] = int16(i * 37)
+	}
+	unsized := func(riffSize, dataSize uint32) string {
+		w := audio.EncodeWAV(ref)
+		binary.LittleEndian.PutUint32(w[4:], riffSize)
+		binary.LittleEndian.PutUint32(w[40:], dataSize)
+		return base64.StdEncoding.EncodeToString(w)
+	}
+	// Indented lines of 60 with a space and a tab in each, as a script
+	// pasting base64 into JSON by hand leaves them.
+	var indented strings.Builder
+	for i := 0; i < len(good); i += 60 {
+		line := good[i:min(i+60, len(good))]
+		indented.WriteString("\n    " + line[:len(line)/2] + " \t" + line[len(line)/2:])
+	}
+	indented.WriteString("\r\n  ")
+	for _, tc := range []struct {
+		name, payload string
+		samples       int
+	}{
+		{"RIFF and data size 0xFFFFFFFF", enrollJSON("e", "dad", unsized(0xFFFFFFFF, 0xFFFFFFFF)), 1600},
+		{"RIFF and data size 0", enrollJSON("e", "dad", unsized(0, 0)), 1600},
+		{"sizes 0xFFFFFFFF, the pipe cut mid-sample", enrollJSON("e", "dad", unsizedCut(ref)), 1600},
+		{"base64 with spaces, tabs and newlines", enrollJSON("e", "dad", indented.String()), 16000},
+		{"base64 with surrounding white space", enrollJSON("e", "dad", " \n"+good+"\n "), 16000},
+		{"byte-order mark", "\ufeff" + enrollJSON("e", "dad", good), 16000},
+	} {
+		e, err := DecodeEnroll([]byte(tc.payload))
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if len(e.Audio.Samples) != tc.samples || e.ID != "e" {
+			t.Errorf("%s: %d samples, id %q; want %d, \"e\"", tc.name, len(e.Audio.Samples), e.ID, tc.samples)
+		}
+	}
+}
+
+// unsizedCut is ref as ffmpeg writes it to a pipe, cut one byte into a
+// sample, in base64.
+func unsizedCut(ref audio.PCM) string {
+	w := append(audio.EncodeWAV(ref), 0x7f)
+	binary.LittleEndian.PutUint32(w[4:], 0xFFFFFFFF)
+	binary.LittleEndian.PutUint32(w[40:], 0xFFFFFFFF)
+	return base64.StdEncoding.EncodeToString(w)
 }
 
 func FuzzDecodeEnroll(f *testing.F) {
@@ -166,12 +236,21 @@ func FuzzDecodeEnroll(f *testing.F) {
 	f.Add([]byte(`{"name":"dad","audio":""}`))
 	f.Add([]byte(`{"name":"dad","audio":"UklGRg=="}`))
 	f.Add([]byte(`not json`))
+	f.Add([]byte("\ufeff" + enrollJSON("e", "dad", " UklGRv////9XQVZFZm10IBAAAAABAAEAgD4AAAB9AAACABAAZGF0Yf////8BAAIA\n")))
+	f.Add([]byte(enrollJSON("e", "dad", "UklGRgAAAABXQVZF Zm10IBAAAAABAAEAgD4AAAB9AAACABAA\tZGF0YQAAAAABAAIA")))
+	f.Add([]byte(`{"id":"i","name":`))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		e, err := DecodeEnroll(payload)
+		if e.ID != "" && ValidateName(e.ID) != nil {
+			t.Fatalf("id %q is not a valid name", e.ID)
+		}
 		if err != nil {
 			var de *DecodeError
 			if !errors.As(err, &de) || de.Reason == "" {
 				t.Fatalf("error %v is not a *DecodeError with a reason", err)
+			}
+			if id := peekID(payload); e.ID == "" && id != "" {
+				t.Fatalf("failed without the payload's id %q", id)
 			}
 			return
 		}
@@ -259,7 +338,9 @@ func TestEnrollFailures(t *testing.T) {
 		{"u/anna/speaker/enroll", enrollJSON("short", "dad", wavBase64(100)), "short", ReasonBadAudio},
 		{"u/anna/speaker/enroll", `{"id":"pv","name":"dad","voice":"piper-only","audio":"` + wavBase64(16000) + `"}`, "pv", ReasonNotSupported},
 		{"u/anna/speaker/enroll", `{"id":"nn","audio":"` + wavBase64(16000) + `"}`, "nn", ReasonBadField},
-		{"u/../speaker/enroll", enrollJSON("ow", "dad", wavBase64(16000)), "", ReasonBadName},
+		{"u/../speaker/enroll", enrollJSON("ow", "dad", wavBase64(16000)), "ow", ReasonBadName},
+		{"u/anna/speaker/enroll", enrollJSON("big", "dad", strings.Repeat("A", MaxEnrollBytes)), "big", ReasonTooLarge},
+		{"u/anna/speaker/enroll", "\ufeff" + enrollJSON("ws", "dad", " "+wavBase64(100)+"\n"), "ws", ReasonBadAudio},
 	} {
 		before := len(h.events())
 		h.send(tc.topic, tc.payload)
@@ -272,7 +353,7 @@ func TestEnrollFailures(t *testing.T) {
 	plain := newHarness(t, nil).start()
 	plain.send("speaker/enroll", enrollJSON("x", "dad", wavBase64(16000)))
 	waitFor(t, "answer", func() bool { return len(plain.events()) == 1 })
-	if e := plain.events()[0]; e.Reason != ReasonNotSupported {
+	if e := plain.events()[0]; e.Reason != ReasonNotSupported || e.ID != "x" {
 		t.Errorf("enroll without a speaker store: %+v", e)
 	}
 }
@@ -308,6 +389,7 @@ func TestSpeakerErrorsReachEvents(t *testing.T) {
 		{fmt.Errorf("x: %w", ErrUnknownSpeaker), ReasonUnknownSpeaker},
 		{fmt.Errorf("x: %w", ErrReenroll), ReasonReenroll},
 		{fmt.Errorf("x: %w", ErrUnknownVoice), ReasonUnknownVoice},
+		{fmt.Errorf("x: %w", ErrNothingToSay), ReasonEmpty},
 		{errors.New("model exploded"), ReasonSynthesis},
 	} {
 		h := newHarness(t, nil)

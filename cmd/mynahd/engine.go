@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/text"
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/cache"
 	"github.com/mynah-tts/mynah/daemon"
@@ -213,6 +215,9 @@ func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon
 		return err
 	}
 	sentences, err := v.split(s.Text)
+	if errors.Is(err, text.ErrEmptyText) {
+		return fmt.Errorf("%w: %w", daemon.ErrNothingToSay, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -246,6 +251,26 @@ func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon
 			vs.keep(key, name, pcm)
 		}
 	}
+	return nil
+}
+
+// CheckVoice implements daemon.Engine for voice/set: the voice must still
+// be installed (a warm session outlives its deleted files, but only until
+// it is evicted) and must load; it then stays warm for the requests that
+// follow.
+func (vs *voiceSet) CheckVoice(ctx context.Context, name string) error {
+	paths, err := vs.scan()
+	if err != nil {
+		return fmt.Errorf("check voice: %w", err)
+	}
+	if _, ok := paths[name]; !ok {
+		return fmt.Errorf("%w %q: its files are gone from %s", daemon.ErrUnknownVoice, name, vs.dir)
+	}
+	_, release, err := vs.sessions.Get(ctx, name)
+	if err != nil {
+		return err
+	}
+	release()
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/portaudio"
+	"github.com/mynah-tts/mynah/audio/text"
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/cache"
@@ -122,6 +123,8 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		DefaultVoice:    voices.Default(),
 		Logger:          log.With("component", "daemon"),
 		Version:         version,
+		// Markup alone is refused as empty at once, not queued to fail.
+		Decode: &daemon.DecodeOptions{Speakable: func(s string) bool { return !text.IsEmpty(s, nil) }},
 	}
 	if store != nil {
 		// The daemon sees the file through the small interfaces it
