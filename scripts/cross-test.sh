@@ -151,6 +151,20 @@ binfmt_ns() {
       printf "%s" "$0" >/proc/sys/fs/binfmt_misc/register && exec "$@"' "$BINFMT" "$@"
 }
 
+# failures prints what a -test.v log says about its failed tests: each
+# failed test's output since its "=== RUN", and everything from a crash on.
+failures() {
+  awk '
+    crashed { print; next }
+    /^(panic:|fatal error:|SIG[A-Z]+:|qemu: )/ { printf "%s", buf; crashed = 1; print; next }
+    /^=== RUN/ { buf = "" }
+    /^ *--- FAIL/ { printf "%s", buf; print; buf = ""; next }
+    /^ *--- (PASS|SKIP)/ { buf = ""; next }
+    /^(FAIL|ok) / { print; next }
+    { buf = buf $0 "\n" }
+  ' "$1"
+}
+
 main() {
   install_packages "${HOST_PACKAGES[@]}"
   check_go
@@ -199,7 +213,7 @@ main() {
   # test would.
   run_pkg() {
     local short=$1 cpu=$2
-    local bin=${built[$short]} log="$logs/${short//\//_}.$cpu.log" dir args=(-test.count=1 "-test.timeout=$timeout")
+    local bin=${built[$short]} log="$logs/${short//\//_}.$cpu.log" dir args=(-test.count=1 -test.v "-test.timeout=$timeout")
     dir=$(cd "$root" && "$GO" list -f '{{.Dir}}' "./$short")
     local note=""
     if [ -n "${SLOW_TESTS[$short]:-}" ] && [ "${MYNAH_CROSS_SLOW:-0}" != 1 ]; then
@@ -216,7 +230,7 @@ main() {
     if [ "$status" = failed ]; then
       failed=1
       step "$short failed on $cpu ($log):"
-      grep -E -- '^(--- FAIL|FAIL|panic:|SIGSEGV|fatal error)|_test\.go:[0-9]+:' "$log" | head -n 40 >&2 || tail -n 40 "$log" >&2
+      failures "$log" | head -n 60 >&2
     fi
   }
 
