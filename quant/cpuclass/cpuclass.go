@@ -40,13 +40,18 @@ const (
 var Classes = []Class{VNNI, AVX2, ARM64}
 
 // Parse parses a class name; "" is an error (use Host).
-func Parse(s string) (Class, error) {
-	for _, c := range Classes {
-		if string(c) == s {
-			return c, nil
+func Parse(s string) (Class, error) { return parse(s, Classes, "cpu class") }
+
+// parse returns the one of all that is s.
+func parse[T ~string](s string, all []T, what string) (T, error) {
+	names := make([]string, len(all))
+	for i, v := range all {
+		if string(v) == s {
+			return v, nil
 		}
+		names[i] = string(v)
 	}
-	return "", fmt.Errorf("cpu class %q: want vnni, avx2 or arm64", s)
+	return "", fmt.Errorf("%s %q: want %s", what, s, strings.Join(names, ", "))
 }
 
 // Host returns the class of the CPU this process runs on. It reads the
@@ -91,14 +96,7 @@ const (
 var Formats = []Int8Format{FullRange, ReducedRange, Unsigned}
 
 // ParseInt8Format parses a format name.
-func ParseInt8Format(s string) (Int8Format, error) {
-	for _, f := range Formats {
-		if string(f) == s {
-			return f, nil
-		}
-	}
-	return "", fmt.Errorf("int8 format %q: want s8, s8-7bit or u8", s)
-}
+func ParseInt8Format(s string) (Int8Format, error) { return parse(s, Formats, "int8 format") }
 
 // Int8FormatFor is the format int8 quantization uses for CPUs of class
 // c: full range where it is exact, else 7-bit weights. On the AVX2 CPUs
