@@ -127,9 +127,10 @@ type VoicesConfig struct {
 	Sessions SessionsConfig `yaml:"sessions"`
 	// Precision picks which variant of a voice is loaded: auto (default:
 	// the smallest variant made by mynah quantize --voice that passed its
-	// quality gate, for the configured onnx.provider; the original when
-	// none did), fp32 (the original), fp16, int8 or nbits (that variant,
-	// which must exist and have passed).
+	// quality gate, for the configured onnx.provider, and whose int8
+	// weights this CPU computes exactly; the original when none did), fp32
+	// (the original), fp16, int8 or nbits (that variant, which must exist,
+	// have passed or be recorded as not judged, and suit this CPU).
 	Precision string `yaml:"precision"`
 	// Precisions overrides Precision per voice name. Default none.
 	Precisions map[string]string `yaml:"precisions"`
