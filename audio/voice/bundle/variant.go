@@ -138,28 +138,28 @@ func (m *Manifest) Gates() map[string]GateRecord {
 func ChoosePrecision(want string, gates map[string]GateRecord, provider string, cpu cpuclass.Class) (precision, passedOver string, err error) {
 	switch want {
 	case "", "auto":
+		// A candidate passed, for the provider, and is smaller than fp32.
+		candidate := func(g GateRecord) bool {
+			return g.Passed && (provider == "" || g.Provider == provider) && g.SizeRatio > 0 && g.SizeRatio < 1
+		}
 		best, ratio := PrecisionFP32, 1.0
+		for _, p := range variantPrecisions {
+			if g, ok := gates[p]; ok && candidate(g) && g.SizeRatio < ratio {
+				if usable, _ := g.UsableOn(p, cpu); usable {
+					best, ratio = p, g.SizeRatio
+				}
+			}
+		}
+		// What would have been chosen over best but for this CPU.
 		var over []string
 		for _, p := range variantPrecisions {
-			g, ok := gates[p]
-			if !ok || !g.Passed || (provider != "" && g.Provider != provider) || !(g.SizeRatio > 0 && g.SizeRatio < ratio) {
-				continue
-			}
-			if ok, why := g.UsableOn(p, cpu); !ok {
-				over = append(over, p+": "+why)
-				continue
-			}
-			best, ratio = p, g.SizeRatio
-		}
-		// Only what is smaller than the choice was passed over for it.
-		var smaller []string
-		for _, o := range over {
-			p, _, _ := strings.Cut(o, ":")
-			if gates[p].SizeRatio < ratio {
-				smaller = append(smaller, o)
+			if g, ok := gates[p]; ok && candidate(g) && g.SizeRatio < ratio {
+				if _, why := g.UsableOn(p, cpu); why != "" {
+					over = append(over, p+": "+why)
+				}
 			}
 		}
-		return best, strings.Join(smaller, "; "), nil
+		return best, strings.Join(over, "; "), nil
 	case PrecisionFP32:
 		return want, "", nil
 	}
