@@ -86,8 +86,10 @@ type Options struct {
 	// and less than DedupeWindow ago (default 10 min).
 	DedupeIDs    int
 	DedupeWindow time.Duration
-	// OutboxSize bounds the events waiting to be published (default 256);
-	// beyond it events are dropped and counted (Counters.EventsDropped).
+	// OutboxSize bounds the non-terminal events (queued, started, ...)
+	// waiting to be published (default 256); beyond it they are dropped
+	// and counted (Counters.EventsDropped). Terminal events are kept until
+	// published (see outbox.go).
 	OutboxSize int
 	// PublishTimeout bounds each publish (default 5 s).
 	PublishTimeout time.Duration
@@ -304,7 +306,7 @@ type Daemon struct {
 	voiceChecking bool
 
 	work         chan struct{} // a request was queued
-	outbox       chan Event
+	out          *outbox
 	stateDue     chan struct{}
 	discoveryDue chan struct{}
 }
@@ -325,7 +327,7 @@ func New(opts *Options) (*Daemon, error) {
 		voices:       o.Engine.Voices(),
 		epoch:        o.Now(),
 		work:         make(chan struct{}, 1),
-		outbox:       make(chan Event, o.OutboxSize),
+		out:          newOutbox(o.OutboxSize),
 		stateDue:     make(chan struct{}, 1),
 		discoveryDue: make(chan struct{}, 1),
 		retained:     make(chan retainedMsg, maxRetainedPending),
@@ -590,7 +592,7 @@ func (d *Daemon) say(payload []byte, owner string, ack func()) {
 		r.TTL = d.opts.DefaultTTL
 	}
 	if d.opts.Spool != nil {
-		r.spool = &spoolState{key: spoolKey(&r), done: make(chan struct{})}
+		r.spool = newSpoolState(&r)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -310,11 +310,16 @@ func TestBurst(t *testing.T) {
 		}
 	})
 	s := h.d.Snapshot()
-	if s.Queue > DefaultQueueSize || len(h.d.outbox) > 64 {
-		t.Fatalf("queue %d, outbox %d: over their bounds", s.Queue, len(h.d.outbox))
+	all, terminal := h.d.out.counts()
+	if s.Queue > DefaultQueueSize || all-terminal > 64 {
+		t.Fatalf("queue %d, outbox %d news: over their bounds", s.Queue, all-terminal)
 	}
 	if s.Counters.Received != 1000 || s.Counters.Dropped < 1000-DefaultQueueSize-1 || s.Counters.EventsDropped == 0 {
 		t.Fatalf("counters %+v", s.Counters)
+	}
+	// Only news was shed: every dropped request's answer waits.
+	if uint64(terminal) != s.Counters.Dropped {
+		t.Fatalf("%d terminal events waiting, %d requests dropped", terminal, s.Counters.Dropped)
 	}
 	close(gate)
 	releaseSink()
@@ -325,6 +330,18 @@ func TestBurst(t *testing.T) {
 	emitted := c.Queued + c.Started + c.Finished + c.Failed + c.Dropped
 	if got := uint64(len(h.events())) + c.EventsDropped; got != emitted {
 		t.Errorf("published %d + dropped %d events, but %d were emitted", len(h.events()), c.EventsDropped, emitted)
+	}
+	// Every request got exactly one terminal event.
+	terminals := map[string]int{}
+	for _, e := range h.events() {
+		if isTerminal(&e) {
+			terminals[e.ID]++
+		}
+	}
+	for i := range 1000 {
+		if id := fmt.Sprintf("b%d", i); terminals[id] != 1 {
+			t.Errorf("%s: %d terminal events", id, terminals[id])
+		}
 	}
 }
 
@@ -390,7 +407,7 @@ func TestRunShutdown(t *testing.T) {
 	}
 	n := len(h.events())
 	h.send("say", "after shutdown")
-	if len(h.events()) != n || len(h.d.outbox) != 0 {
+	if all, _ := h.d.out.counts(); len(h.events()) != n || all != 0 {
 		t.Error("a message after shutdown was handled")
 	}
 	if err := h.d.Run(context.Background()); err == nil {

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"math"
 	"sync/atomic"
@@ -51,6 +52,11 @@ type Event struct {
 	// Replayed marks a queued event of a request replayed from the spool
 	// after a restart.
 	Replayed bool `json:"replayed,omitempty"`
+	// Redelivered marks a terminal event sent again because the broker's
+	// acknowledgement of an earlier copy was not seen (a dropped
+	// connection, a restart): a subscriber that has the id's terminal
+	// event already ignores it.
+	Redelivered bool `json:"redelivered,omitempty"`
 	// Speaker names the speaker of a speaker/enroll, speaker/forget or
 	// evicted event.
 	Speaker string `json:"speaker,omitempty"`
@@ -100,9 +106,18 @@ type Counters struct {
 	Dropped         uint64 `json:"dropped"`
 	Duplicates      uint64 `json:"duplicates"`
 	RetainedIgnored uint64 `json:"retained_ignored"`
-	// EventsDropped counts events lost because the outbox was full (the
-	// broker slower than the events, e.g. during a flood).
+	// EventsDropped counts queued, started and other non-terminal events
+	// dropped because the outbox was full (the broker slower than the
+	// events, e.g. during a flood) or their publish failed. Terminal
+	// events are never dropped for them.
 	EventsDropped uint64 `json:"events_dropped"`
+	// EventsResent counts terminal events sent again: after a failed
+	// publish, or from the spool after a restart.
+	EventsResent uint64 `json:"events_resent"`
+	// EventsLost counts terminal events let go from memory because more
+	// than maxPendingTerminal waited; those kept in the spool are still
+	// sent after the next start.
+	EventsLost    uint64 `json:"events_lost"`
 	PublishErrors uint64 `json:"publish_errors"`
 	// SpoolErrors counts failed spool writes, deletes and reads: requests
 	// a crash could lose, or that could be spoken twice.
@@ -112,7 +127,7 @@ type Counters struct {
 type counters struct {
 	received, queued, started, finished, failed, dropped   atomic.Uint64
 	duplicates, retainedIgnored, eventsDropped, publishErr atomic.Uint64
-	spoolErrors                                            atomic.Uint64
+	eventsResent, eventsLost, spoolErrors                  atomic.Uint64
 }
 
 func (c *counters) snapshot() Counters {
@@ -120,7 +135,8 @@ func (c *counters) snapshot() Counters {
 		Received: c.received.Load(), Queued: c.queued.Load(), Started: c.started.Load(),
 		Finished: c.finished.Load(), Failed: c.failed.Load(), Dropped: c.dropped.Load(),
 		Duplicates: c.duplicates.Load(), RetainedIgnored: c.retainedIgnored.Load(),
-		EventsDropped: c.eventsDropped.Load(), PublishErrors: c.publishErr.Load(),
+		EventsDropped: c.eventsDropped.Load(), EventsResent: c.eventsResent.Load(),
+		EventsLost: c.eventsLost.Load(), PublishErrors: c.publishErr.Load(),
 		SpoolErrors: c.spoolErrors.Load(),
 	}
 }
@@ -130,18 +146,48 @@ func millis(d time.Duration) *float64 {
 	return &ms
 }
 
+// isTerminal says whether e answers a request for good: see outbox.go.
+func isTerminal(e *Event) bool {
+	if e.ID == "" {
+		return false
+	}
+	switch e.State {
+	case EventFinished, EventFailed, EventDropped, EventDone:
+		return true
+	}
+	return false
+}
+
 // emit queues an event for the publisher without ever blocking: the
-// caller may be the MQTT client's goroutine or hold d.mu. When the outbox
-// is full the event is counted and lost. Every event follows a counter
-// change, so the state is due too.
+// caller may be the MQTT client's goroutine or hold d.mu. Every event
+// follows a counter change, so the state is due too.
 func (d *Daemon) emit(e Event) {
 	e.Time = d.now()
-	select {
-	case d.outbox <- e:
-	default:
-		d.stats.eventsDropped.Add(1)
+	d.enqueue(&pending{e: e, terminal: isTerminal(&e)})
+}
+
+func (d *Daemon) enqueue(p *pending) {
+	shed, lost := d.out.push(p)
+	if shed > 0 {
+		d.stats.eventsDropped.Add(uint64(shed))
+	}
+	if lost > 0 {
+		d.stats.eventsLost.Add(uint64(lost))
+		d.log.Warn("terminal event let go from memory: too many waiting for the broker", "waiting", maxPendingTerminal)
 	}
 	d.markState()
+}
+
+// finish emits r's terminal event. A spooled request's record is replaced
+// by the event, which stays on disk until the broker has acknowledged it
+// (spool.go); without a spool record the event waits in memory only.
+func (d *Daemon) finish(r *Request, e Event) {
+	e.Time = d.now()
+	p := &pending{e: e, terminal: true}
+	if st := r.spool; st != nil {
+		st.once.Do(func() { d.settle(st, p) })
+	}
+	d.enqueue(p)
 }
 
 func (d *Daemon) emitDropped(r *Request, reason string) {
@@ -149,13 +195,24 @@ func (d *Daemon) emitDropped(r *Request, reason string) {
 		// Not dropped: spoken after the restart (spool.go).
 		return
 	}
-	d.release(r)
 	d.stats.dropped.Add(1)
 	d.log.Debug("request dropped", "id", r.ID, "reason", reason)
-	d.emit(Event{ID: r.ID, State: EventDropped, Reason: reason, Owner: r.Owner})
+	d.finish(r, Event{ID: r.ID, State: EventDropped, Reason: reason, Owner: r.Owner})
 }
 
+// emitFailed reports a failure that is not about a queued request: a
+// payload refused, a control command that failed.
 func (d *Daemon) emitFailed(id, owner, command, reason string, err error) {
+	d.emit(d.failedEvent(id, owner, command, reason, err))
+}
+
+// failRequest reports the failure of a queued (maybe spooled) request.
+func (d *Daemon) failRequest(r *Request, reason string, err error) {
+	d.finish(r, d.failedEvent(r.ID, r.Owner, "", reason, err))
+}
+
+// failedEvent logs and counts a failure and returns its event.
+func (d *Daemon) failedEvent(id, owner, command, reason string, err error) Event {
 	d.stats.failed.Add(1)
 	// A flood of bad payloads must not become a flood of warnings; a
 	// failing engine or sound card deserves one each time.
@@ -168,7 +225,7 @@ func (d *Daemon) emitFailed(id, owner, command, reason string, err error) {
 	if err != nil {
 		e.Error = err.Error()
 	}
-	d.emit(e)
+	return e
 }
 
 // retainedMsg is a retained publish other than state and discovery (the
@@ -208,20 +265,45 @@ func (d *Daemon) markState() { signal(d.stateDue) }
 // MQTT handler or the worker. Discovery and state are "latest value"
 // signals, so a flood cannot queue more than one of each. ctx ends every
 // publish in flight; Run cancels it when the shutdown flush is out of time.
+//
+// A terminal event whose publish failed stays at the head of the outbox:
+// nothing behind it leaves before it does. It is tried again after a
+// backoff, or at once when the transport reconnects (Connected).
 func (d *Daemon) publisher(ctx context.Context, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	tick := time.NewTicker(d.opts.StateInterval)
 	defer tick.Stop()
+	retry := time.NewTimer(0)
+	<-retry.C
+	backoff := false
+	send := func() {
+		if backoff {
+			return
+		}
+		if wait := d.sendPending(ctx, false); wait > 0 {
+			backoff = true
+			retry.Reset(wait)
+		}
+	}
 	for {
 		select {
-		case e := <-d.outbox:
-			d.publishEvent(ctx, e)
+		case <-d.out.ready:
+			send()
+		case <-retry.C:
+			backoff = false
+			send()
 		case m := <-d.retained:
 			d.publish(ctx, m.topic, m.payload, true)
 		case <-d.discoveryDue:
 			d.publishDiscovery(ctx)
 			d.publishState(ctx)
 			d.publishAllSpeakerLists()
+			// Connected: whatever waits for the broker goes now.
+			if backoff && !retry.Stop() {
+				<-retry.C
+			}
+			backoff = false
+			send()
 		case <-d.stateDue:
 			d.publishState(ctx)
 		case <-tick.C:
@@ -233,29 +315,109 @@ func (d *Daemon) publisher(ctx context.Context, stop <-chan struct{}, done chan<
 	}
 }
 
+// sendBatch is how many events sendPending publishes before it lets the
+// publisher's other work in.
+const sendBatch = 64
+
+// sendPending publishes the outbox in order until it is empty, or until
+// a terminal event fails: it then returns how long to wait before trying
+// again. A news event that fails is dropped (counted). shutdown makes it
+// give up at the first failure and delete acknowledged spool records
+// inline: the background goroutines have been waited for already.
+func (d *Daemon) sendPending(ctx context.Context, shutdown bool) time.Duration {
+	for n := 0; ctx.Err() == nil; n++ {
+		if n == sendBatch && !shutdown {
+			// Let state, discovery and stop in between during a flood.
+			signal(d.out.ready)
+			return 0
+		}
+		p := d.out.peek()
+		if p == nil {
+			return 0
+		}
+		e := p.e
+		if p.maybeSent {
+			e.Redelivered = true
+		}
+		err := d.publishEvent(ctx, e)
+		if err == nil {
+			d.out.pop(p)
+			if p.failed > 0 || e.Redelivered {
+				d.stats.eventsResent.Add(1)
+			}
+			d.sent(p, shutdown)
+			continue
+		}
+		if !p.terminal {
+			d.out.pop(p)
+			d.stats.eventsDropped.Add(1)
+			continue
+		}
+		p.failed++
+		if !errors.Is(err, ErrNotSent) {
+			p.maybeSent = true
+		}
+		if shutdown {
+			return 0
+		}
+		return retryDelay(p.failed)
+	}
+	return 0
+}
+
+// sent deletes the spool record that kept p once the broker has it.
+func (d *Daemon) sent(p *pending, inline bool) {
+	if p.settled == nil {
+		return
+	}
+	del := func() {
+		<-p.settled
+		if !p.durable {
+			return
+		}
+		if err := d.opts.Spool.Delete(p.key); err != nil {
+			d.stats.spoolErrors.Add(1)
+			d.log.Warn("delivered event not removed from the spool: it will be sent again after a restart", "id", p.e.ID, "err", err)
+		}
+	}
+	if inline {
+		del()
+		return
+	}
+	d.background.Add(1)
+	go func() {
+		defer d.background.Done()
+		del()
+	}()
+}
+
 // flush publishes the events still in the outbox and a last state, until
-// ctx ends.
+// ctx ends or the broker fails; terminal events kept in the spool are sent
+// after the next start.
 func (d *Daemon) flush(ctx context.Context) {
 	for ctx.Err() == nil {
 		select {
-		case e := <-d.outbox:
-			d.publishEvent(ctx, e)
 		case m := <-d.retained:
 			d.publish(ctx, m.topic, m.payload, true)
+			continue
 		default:
-			d.publishState(ctx)
-			return
 		}
+		break
 	}
+	d.sendPending(ctx, true)
+	if all, terminal := d.out.counts(); all > 0 {
+		d.log.Warn("events not published before shutdown", "events", all, "terminal", terminal)
+	}
+	d.publishState(ctx)
 }
 
-func (d *Daemon) publishEvent(ctx context.Context, e Event) {
+func (d *Daemon) publishEvent(ctx context.Context, e Event) error {
 	b, err := json.Marshal(e)
 	if err != nil { // cannot happen: Event has only plain fields
 		d.log.Error("encode event", "err", err)
-		return
+		return nil
 	}
-	d.publish(ctx, d.topics.event, b, false)
+	return d.publish(ctx, d.topics.event, b, false)
 }
 
 func (d *Daemon) publishState(ctx context.Context) {
@@ -269,12 +431,14 @@ func (d *Daemon) publishState(ctx context.Context) {
 
 // publish sends with Options.PublishTimeout (or ctx's earlier deadline).
 // Failures are logged and counted: the next state or discovery publish
-// repeats what matters, and events are best effort by design.
-func (d *Daemon) publish(ctx context.Context, topic string, payload []byte, retained bool) {
+// repeats what matters, and the outbox retries terminal events.
+func (d *Daemon) publish(ctx context.Context, topic string, payload []byte, retained bool) error {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.PublishTimeout)
 	defer cancel()
-	if err := d.opts.Transport.Publish(ctx, topic, payload, retained); err != nil {
+	err := d.opts.Transport.Publish(ctx, topic, payload, retained)
+	if err != nil {
 		d.stats.publishErr.Add(1)
 		d.log.Warn("publish failed", "topic", topic, "err", err)
 	}
+	return err
 }

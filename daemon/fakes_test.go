@@ -102,7 +102,10 @@ type transportRec struct {
 	handle  func(Message)
 	msgs    []published
 	gate    chan struct{}
-	fake    fakeTransport
+	// fail, when set, is asked before each publish; its error is
+	// returned and nothing is recorded (a broker that is gone).
+	fail func(topic string, payload []byte) error
+	fake fakeTransport
 }
 
 func newTransportRec() *transportRec {
@@ -115,8 +118,13 @@ func newTransportRec() *transportRec {
 	}
 	r.fake.PublishFunc = func(ctx context.Context, topic string, payload []byte, retained bool) error {
 		r.mu.Lock()
-		gate := r.gate
+		gate, fail := r.gate, r.fail
 		r.mu.Unlock()
+		if fail != nil {
+			if err := fail(topic, payload); err != nil {
+				return err
+			}
+		}
 		if gate != nil {
 			select {
 			case <-gate:

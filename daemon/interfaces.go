@@ -11,6 +11,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/mynah-tts/mynah/audio"
@@ -38,9 +39,18 @@ type Transport interface {
 	// message on the client's goroutine: it must return quickly and never
 	// publish synchronously.
 	Subscribe(filters []string, handle func(Message)) error
-	// Publish sends at QoS 1 and waits at most until ctx ends.
+	// Publish sends at QoS 1 and returns nil once the broker has
+	// acknowledged the message; it waits at most until ctx ends. An error
+	// that wraps ErrNotSent says the message certainly did not leave (the
+	// connection was down); any other error leaves it open whether the
+	// broker got it, so the daemon marks a retried terminal event
+	// redelivered.
 	Publish(ctx context.Context, topic string, payload []byte, retained bool) error
 }
+
+// ErrNotSent is what a Transport wraps when a publish certainly did not
+// reach the broker.
+var ErrNotSent = errors.New("not sent")
 
 // Speech is what the daemon asks an engine to say.
 type Speech struct {

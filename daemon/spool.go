@@ -2,29 +2,35 @@ package daemon
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
-// The spool makes "accepted" mean "will be spoken, crash or not". A say
+// The spool makes "accepted" mean "will be spoken, crash or not", and
+// "answered" mean "the answer reaches the broker, crash or not". A say
 // command is queued at once (a cached phrase starts playing in about a
 // millisecond, before a disk sync could finish) and written to the spool
 // on its own goroutine; the MQTT message is acknowledged only once that
 // write is durable, so a crash before it leaves the message with the
 // broker, which sends it again. When the request is finished, failed or
-// dropped, its record is deleted, after its write has completed. At
-// start, Run replays what the spool holds before it subscribes: the
-// unexpired requests are queued again in arrival order, the expired ones
-// get dropped events. A request that was playing when the daemon died is
-// spoken again from its start.
+// dropped, its record is replaced by its terminal event (after the first
+// write has completed), and that record is deleted once the broker has
+// acknowledged the event (outbox.go). At start, Run replays what the
+// spool holds before it subscribes: terminal events are published again,
+// marked redelivered; unexpired requests are queued again in arrival
+// order, the expired ones get dropped events. A request that was playing
+// when the daemon died is spoken again from its start.
 //
 // Shutdown does not drop spooled requests: they stay on disk and are
 // spoken after the restart, if still within their ttl. Every accepted
 // request therefore ends with exactly one finished, failed or dropped
-// event, across restarts.
+// event, across restarts; a copy marked redelivered may follow it when a
+// crash or a lost connection hid the broker's acknowledgement.
 //
 // A request whose id was made up by the daemon cannot be recognized when
 // the broker sends its message again, so a crash between the spool write
@@ -32,8 +38,11 @@ import (
 // it twice; requests with an id are spoken once (the replayed id enters
 // the duplicate filter before the broker's copy arrives).
 
-// spoolRecordVersion is the first byte of a spool record.
-const spoolRecordVersion = 1
+// The first byte of a spool record says what it holds.
+const (
+	spoolRecordVersion = 1 // an accepted request (encodeSpoolRecord)
+	spoolRecordEvent   = 2 // its terminal event, waiting for the broker (JSON)
+)
 
 // maxSpoolRecord bounds a record: the largest say payload the daemon
 // accepts plus the id and owner.
@@ -44,10 +53,15 @@ var errBadSpoolRecord = errors.New("bad spool record")
 
 // spoolState follows one request's spool record.
 type spoolState struct {
-	key  string
-	done chan struct{} // closed when Put has returned
-	ok   bool          // Put succeeded; read after done
-	once sync.Once     // the record is released once
+	key      string
+	received time.Time
+	done     chan struct{} // closed when Put has returned
+	ok       bool          // Put succeeded; read after done
+	once     sync.Once     // the record is settled or released once
+}
+
+func newSpoolState(r *Request) *spoolState {
+	return &spoolState{key: spoolKey(r), received: r.Received, done: make(chan struct{})}
 }
 
 // spoolKey names a request's record. The id alone is not unique over
@@ -153,9 +167,46 @@ func (d *Daemon) spool(r *Request, payload []byte, ack func()) {
 	}()
 }
 
-// release deletes a request's spool record once it is finished, failed or
-// dropped (not at shutdown: see the comment at the top of this file). It
-// never blocks the caller, which may hold d.mu.
+// settle replaces a request's spool record by p's terminal event once the
+// record's first write has returned, and closes p.settled after. The
+// event then survives a crash until the broker acknowledges it. When the
+// write fails the request's record is deleted (it must not be spoken
+// again) and the event waits in memory only. It never blocks the caller,
+// which may hold d.mu.
+func (d *Daemon) settle(st *spoolState, p *pending) {
+	p.settled, p.key = make(chan struct{}), st.key
+	rec := encodeEventRecord(p.e)
+	d.background.Add(1)
+	go func() {
+		defer d.background.Done()
+		defer close(p.settled)
+		<-st.done
+		if !st.ok {
+			return
+		}
+		err := d.opts.Spool.Put(st.key, rec, st.received, time.Time{})
+		if err == nil {
+			p.durable = true
+			return
+		}
+		d.stats.spoolErrors.Add(1)
+		d.log.Warn("terminal event not spooled: a crash before the broker has it would lose it", "id", p.e.ID, "err", err)
+		if err := d.opts.Spool.Delete(st.key); err != nil {
+			d.stats.spoolErrors.Add(1)
+			d.log.Warn("spooled request not removed: it may be spoken again after a restart", "id", p.e.ID, "err", err)
+		}
+	}()
+}
+
+// encodeEventRecord is a spool record holding a terminal event.
+func encodeEventRecord(e Event) []byte {
+	b, _ := json.Marshal(e) // cannot fail: Event has only plain fields
+	return append([]byte{spoolRecordEvent}, b...)
+}
+
+// release deletes a request's spool record without an event of its own:
+// a replayed request that turned out a duplicate. It never blocks the
+// caller, which may hold d.mu.
 func (d *Daemon) release(r *Request) {
 	st := r.spool
 	if st == nil {
@@ -193,16 +244,21 @@ func (d *Daemon) replay() {
 		return
 	}
 	now := d.now()
-	var queued, expired, failed int
+	var queued, expired, failed, answers int
 	for _, rec := range recs {
-		st := &spoolState{key: rec.Key, done: make(chan struct{}), ok: true}
+		if len(rec.Record) > 0 && rec.Record[0] == spoolRecordEvent {
+			if d.resend(rec) {
+				answers++
+				continue
+			}
+		}
+		st := &spoolState{key: rec.Key, received: rec.Received, done: make(chan struct{}), ok: true}
 		close(st.done)
 		r, err := d.decodeSpooled(rec)
 		r.spool = st
 		if err != nil {
 			failed++
-			d.emitFailed(r.ID, r.Owner, "", ReasonSpool, fmt.Errorf("spooled request unreadable, removed: %w", err))
-			d.release(&r)
+			d.failRequest(&r, ReasonSpool, fmt.Errorf("spooled request unreadable, removed: %w", err))
 			continue
 		}
 		if now.After(r.Expires()) {
@@ -215,7 +271,43 @@ func (d *Daemon) replay() {
 		d.mu.Unlock()
 		queued++
 	}
-	d.log.Info("spooled requests replayed", "queued", queued, "expired", expired, "unreadable", failed)
+	d.log.Info("spooled requests replayed", "queued", queued, "expired", expired, "unreadable", failed, "answers_resent", answers)
+}
+
+// resend queues a terminal event the spool kept because the broker had
+// not acknowledged it before the daemon stopped, marked redelivered. It
+// reports false for a record it cannot read, which replay then reports
+// as an unreadable request.
+func (d *Daemon) resend(rec SpoolRecord) bool {
+	e, err := decodeEventRecord(rec.Record)
+	if err != nil {
+		return false
+	}
+	e.Redelivered = true
+	settled := make(chan struct{})
+	close(settled)
+	d.enqueue(&pending{e: e, terminal: true, settled: settled, durable: true, key: rec.Key})
+	return true
+}
+
+// decodeEventRecord reads a record written by encodeEventRecord: from
+// disk, so possibly damaged or from another version. It must hold one
+// terminal event.
+func decodeEventRecord(b []byte) (Event, error) {
+	var e Event
+	switch {
+	case len(b) > maxSpoolRecord:
+		return e, fmt.Errorf("%w: %d bytes, over the limit of %d", errBadSpoolRecord, len(b), maxSpoolRecord)
+	case len(b) == 0 || b[0] != spoolRecordEvent:
+		return e, fmt.Errorf("%w: not an event record", errBadSpoolRecord)
+	}
+	if err := json.Unmarshal(b[1:], &e); err != nil {
+		return Event{}, fmt.Errorf("%w: event: %v", errBadSpoolRecord, err)
+	}
+	if !isTerminal(&e) {
+		return Event{}, fmt.Errorf("%w: event %q of id %q is not a terminal one", errBadSpoolRecord, e.State, e.ID)
+	}
+	return e, nil
 }
 
 // decodeSpooled turns a spool record back into the request it was. On

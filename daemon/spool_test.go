@@ -118,10 +118,11 @@ func TestSpoolAcknowledgesAfterTheWrite(t *testing.T) {
 	}
 	close(gate)
 	waitFor(t, "acknowledgement", func() bool { return acks.n.Load() == 1 })
-	// Finished before the write ended: the delete waited for it.
+	// Finished before the write ended: the event's write and the delete
+	// after its publish waited for it.
 	waitFor(t, "record deleted", func() bool { return sp.len() == 0 })
-	if puts, deletes := sp.counts(); puts != 1 || deletes != 1 {
-		t.Errorf("puts %d deletes %d, want 1 and 1", puts, deletes)
+	if puts, deletes := sp.counts(); puts != 2 || deletes != 1 {
+		t.Errorf("puts %d deletes %d, want 2 (request, event) and 1", puts, deletes)
 	}
 }
 

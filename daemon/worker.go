@@ -119,11 +119,10 @@ func (d *Daemon) runJob(j *job) {
 	}
 	switch {
 	case err == nil:
-		d.release(r)
 		d.stats.finished.Add(1)
 		latency := d.now().Sub(r.Received)
 		d.log.Info("spoken", "id", r.ID, "sentences", p.sentences, "latency", latency)
-		d.emit(Event{ID: r.ID, State: EventFinished, Owner: r.Owner, FirstAudioMS: first,
+		d.finish(r, Event{ID: r.ID, State: EventFinished, Owner: r.Owner, FirstAudioMS: first,
 			LatencyMS: millis(latency), Sentences: &p.sentences, Cache: p.cacheResult(), SentenceDetail: p.detail})
 	case reason != "":
 		d.emitDropped(r, reason)
@@ -132,8 +131,7 @@ func (d *Daemon) runJob(j *job) {
 		if je := (*jobError)(nil); errors.As(err, &je) {
 			reason = je.reason
 		}
-		d.release(r)
-		d.emitFailed(r.ID, r.Owner, "", reason, err)
+		d.failRequest(r, reason, err)
 	}
 }
 

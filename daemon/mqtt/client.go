@@ -24,7 +24,9 @@
 //     drops repeated request ids.
 //   - Every wait on the broker is bounded by PublishTimeout and the
 //     caller's context. Publish fails fast with ErrNotConnected while the
-//     connection is down rather than queueing stale events.
+//     connection is down rather than queueing stale events (the daemon
+//     retries what matters), and returns nil only on the broker's PUBACK,
+//     also for a message paho resent after a reconnect.
 //   - Last will "offline" (QoS 1, retained) on StatusTopic; "online" after
 //     every connect; "offline" again on Close.
 package mqtt
@@ -65,8 +67,9 @@ const closeQuiesce = 250 * time.Millisecond
 // Client is a connection to an MQTT broker that reconnects by itself.
 // Its methods are safe for concurrent use.
 type Client struct {
-	s  *settings
-	pc paho.Client
+	s     *settings
+	pc    paho.Client
+	store *epochStore
 
 	// ctx ends when Close starts; it bounds the waits of onConnect.
 	ctx    context.Context
@@ -112,9 +115,9 @@ func Connect(ctx context.Context, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{s: s}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
 	store := newEpochStore(s.log)
+	c := &Client{s: s, store: store}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 
 	po := paho.NewClientOptions()
 	po.AddBroker(s.broker.String())
@@ -304,7 +307,9 @@ func (c *Client) subscribeBroker(ctx context.Context, filters []string) error {
 		m[f] = 1
 	}
 	tok := c.pc.SubscribeMultiple(m, nil) // nil: no paho route, see onMessage
-	if err := c.wait(ctx, tok); err != nil {
+	t := time.NewTimer(c.s.pubTimeout)
+	defer t.Stop()
+	if err := c.wait(ctx, t.C, tok); err != nil {
 		return err
 	}
 	st, ok := tok.(*paho.SubscribeToken)
@@ -320,13 +325,15 @@ func (c *Client) subscribeBroker(ctx context.Context, filters []string) error {
 }
 
 // Publish sends payload at QoS 1 and waits for the broker's
-// acknowledgement, at most until ctx ends or PublishTimeout passes. It
-// fails at once with ErrNotConnected while the connection is down.
+// acknowledgement (PUBACK), at most until ctx ends or PublishTimeout
+// passes. While the connection is down it fails at once with
+// ErrNotConnected (wrapping daemon.ErrNotSent: nothing left).
 //
 // A message whose connection drops before the acknowledgement is resent
-// after the reconnect (on at most 3 reconnects). paho then ends the
-// original wait early, so nil means "acknowledged, or handed over for
-// resending"; and a publish that gave up waiting may still arrive later.
+// by paho after the reconnect (on at most 3 reconnects); Publish goes on
+// waiting for that copy's acknowledgement, within the same bounds. Any
+// error but ErrNotConnected therefore leaves open whether the broker has
+// the message: it may still arrive later.
 func (c *Client) Publish(ctx context.Context, topic string, payload []byte, retained bool) error {
 	c.mu.Lock()
 	closed := c.closed
@@ -348,33 +355,59 @@ func (c *Client) publish(ctx context.Context, topic string, payload []byte, reta
 		return fmt.Errorf("publish %s: %w: %d bytes is over MaxPublishSize (%d)", topic, ErrPayloadTooLarge, len(payload), MaxPublishSize)
 	}
 	if !c.pc.IsConnectionOpen() {
-		return fmt.Errorf("publish %s: %w", topic, ErrNotConnected)
+		return fmt.Errorf("publish %s: %w (%w)", topic, ErrNotConnected, daemon.ErrNotSent)
 	}
 	// paho keeps the slice until the broker acknowledges it, possibly
 	// after a reconnect; the caller may reuse its buffer once we return.
-	tok := c.pc.Publish(topic, 1, retained, bytes.Clone(payload))
-	if err := c.wait(ctx, tok); err != nil {
-		return fmt.Errorf("publish %s: %w", topic, err)
+	own := bytes.Clone(payload)
+	if len(own) == 0 {
+		own = []byte{} // a retained clear: nothing to tell copies apart by
 	}
-	return nil
-}
-
-// wait waits for a paho token, bounded by ctx and PublishTimeout.
-func (c *Client) wait(ctx context.Context, tok paho.Token) error {
+	tok := c.pc.Publish(topic, 1, retained, own)
 	t := time.NewTimer(c.s.pubTimeout)
 	defer t.Stop()
+	if err := c.wait(ctx, t.C, tok); err != nil {
+		return fmt.Errorf("publish %s: %w", topic, err)
+	}
+	// Completed by a PUBACK, or by paho taking the message over for
+	// resending after a reconnect: then wait for the resent copy's.
+	pt, ok := tok.(*paho.PublishToken)
+	if !ok {
+		return nil
+	}
+	key := fmt.Sprintf("o.%d", pt.MessageID())
+	ack := c.store.awaitAck(key, own)
+	if ack == nil {
+		return nil
+	}
+	defer c.store.forget(key, ack)
+	select {
+	case acked := <-ack:
+		if !acked {
+			return fmt.Errorf("publish %s: %w: given up after %d resends", topic, ErrPublishTimeout, maxResends)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("publish %s: %w", topic, ctx.Err())
+	case <-t.C:
+		return fmt.Errorf("publish %s: %w after %v (the connection dropped and the resent copy is not acknowledged yet)", topic, ErrPublishTimeout, c.s.pubTimeout)
+	}
+}
+
+// wait waits for a paho token, bounded by ctx and timeout.
+func (c *Client) wait(ctx context.Context, timeout <-chan time.Time, tok paho.Token) error {
 	select {
 	case <-tok.Done():
 		if err := tok.Error(); err != nil {
 			if errors.Is(err, paho.ErrNotConnected) {
-				return fmt.Errorf("%w: %w", ErrNotConnected, err)
+				return fmt.Errorf("%w: %w (%w)", ErrNotConnected, err, daemon.ErrNotSent)
 			}
 			return err
 		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-timeout:
 		return fmt.Errorf("%w after %v", ErrPublishTimeout, c.s.pubTimeout)
 	}
 }

@@ -147,3 +147,48 @@ func TestEpochStore(t *testing.T) {
 		t.Errorf("All after Del = %v", keys)
 	}
 }
+
+func TestEpochStoreAwaitAck(t *testing.T) {
+	s := newEpochStore(slog.New(slog.DiscardHandler))
+	s.Open()
+	pub := func(id uint16, payload []byte) packets.ControlPacket {
+		p := packets.NewControlPacket(packets.Publish).(*packets.PublishPacket)
+		p.TopicName, p.Qos, p.MessageID, p.Payload = "t", 1, id, payload
+		return p
+	}
+	mine, other := []byte("finished"), []byte("finished")
+	if s.awaitAck("o.1", mine) != nil {
+		t.Fatal("a watch on a message not stored: it was acknowledged already")
+	}
+	s.Put("o.1", pub(1, other)) // a later message under the same id
+	if s.awaitAck("o.1", mine) != nil {
+		t.Fatal("a watch on another message's id")
+	}
+	s.Put("o.1", pub(1, mine))
+	ack := s.awaitAck("o.1", mine)
+	if ack == nil {
+		t.Fatal("no watch on a message paho still holds for resending")
+	}
+	s.Del("o.1") // its PUBACK
+	if acked := <-ack; !acked {
+		t.Error("PUBACK reported as given up")
+	}
+
+	s.Put("o.2", pub(2, mine))
+	ack = s.awaitAck("o.2", mine)
+	for range maxResends + 1 {
+		s.newEpoch()
+		s.All()
+	}
+	if acked := <-ack; acked {
+		t.Error("a message dropped after maxResends reported acknowledged")
+	}
+
+	s.Put("o.3", pub(3, mine))
+	ack = s.awaitAck("o.3", mine)
+	s.forget("o.3", ack)
+	s.Del("o.3") // must not block on the forgotten watch
+	if len(s.watch) != 0 {
+		t.Errorf("watches left: %v", s.watch)
+	}
+}

@@ -36,6 +36,9 @@ type epochStore struct {
 	epoch   uint64
 	put     map[string]uint64 // key -> epoch it was stored in
 	resends map[string]int    // key -> times listed for resending
+	// watch holds, per key, channels told whether the packet left the
+	// store acknowledged (Del after a PUBACK) or given up (true, false).
+	watch map[string][]chan bool
 }
 
 func newEpochStore(log *slog.Logger) *epochStore {
@@ -44,6 +47,7 @@ func newEpochStore(log *slog.Logger) *epochStore {
 		log:     log,
 		put:     make(map[string]uint64),
 		resends: make(map[string]int),
+		watch:   make(map[string][]chan bool),
 	}
 }
 
@@ -66,16 +70,63 @@ func (s *epochStore) Del(key string) {
 	s.mu.Lock()
 	delete(s.put, key)
 	delete(s.resends, key)
-	s.mu.Unlock()
 	s.Store.Del(key)
+	s.notifyLocked(key, true)
+	s.mu.Unlock()
 }
 
 func (s *epochStore) Reset() {
 	s.mu.Lock()
 	clear(s.put)
 	clear(s.resends)
-	s.mu.Unlock()
 	s.Store.Reset()
+	for k := range s.watch {
+		s.notifyLocked(k, false)
+	}
+	s.mu.Unlock()
+}
+
+// awaitAck is for a publish whose token completed: paho completes the
+// token of an unacknowledged message when it takes the message over for
+// resending after a reconnect, not only on its PUBACK. If the store still
+// holds the message (the same payload, so not a later one under a reused
+// id), awaitAck returns a channel told true when its PUBACK removes it
+// and false when it is given up; nil means it was acknowledged already.
+func (s *epochStore) awaitAck(key string, payload []byte) <-chan bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.Store.Get(key).(*packets.PublishPacket)
+	if !ok || len(payload) == 0 || len(p.Payload) != len(payload) || &p.Payload[0] != &payload[0] {
+		return nil
+	}
+	ch := make(chan bool, 1)
+	s.watch[key] = append(s.watch[key], ch)
+	return ch
+}
+
+// forget removes a watch that is no longer waited for.
+func (s *epochStore) forget(key string, ch <-chan bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.watch[key]
+	for i, c := range w {
+		if c == ch {
+			w = append(w[:i], w[i+1:]...)
+			break
+		}
+	}
+	if len(w) == 0 {
+		delete(s.watch, key)
+	} else {
+		s.watch[key] = w
+	}
+}
+
+func (s *epochStore) notifyLocked(key string, acked bool) {
+	for _, ch := range s.watch[key] {
+		ch <- acked
+	}
+	delete(s.watch, key)
 }
 
 func (s *epochStore) All() []string {
@@ -98,6 +149,7 @@ func (s *epochStore) All() []string {
 			delete(s.put, k)
 			delete(s.resends, k)
 			s.Store.Del(k)
+			s.notifyLocked(k, false)
 			continue
 		}
 		out = append(out, k)
