@@ -150,8 +150,14 @@ func TestDamagedFileIsMovedAside(t *testing.T) {
 			if err != nil || !bytes.Equal(moved, damaged) {
 				t.Errorf("the damaged file was not kept as it was: %v", err)
 			}
-			if st := s.Stats(); st.Entries != 1 || st.SpoolEntries != 0 {
-				t.Errorf("fresh file stats %+v", st)
+			// The template's 5 spooled requests are carried over when the
+			// damaged file's spool could still be read, and reported
+			// otherwise.
+			if st := s.Stats(); st.Entries != 1 || st.SpoolEntries != r.Spool.Carried {
+				t.Errorf("fresh file stats %+v, recovery %+v", st, r.Spool)
+			}
+			if c := r.Spool; c.Carried+len(c.Lost) > 5 || c.Unreadable && (c.Carried > 0 || len(c.Lost) > 0) {
+				t.Errorf("spool salvage %+v of a file that held 5", c)
 			}
 		})
 	}
@@ -422,5 +428,71 @@ func TestPanicInWriteBreaksStore(t *testing.T) {
 	}
 	if err := s.Close(); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("close: %v", err)
+	}
+}
+
+// A damaged file's phrases are lost, its spooled requests are not: the
+// daemon has acknowledged them.
+func TestDamagedFileKeepsItsSpool(t *testing.T) {
+	data, ps, _ := templateFile(t)
+	path := filepath.Join(t.TempDir(), "template.db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root int
+	db.View(func(tx *bolt.Tx) error { root = int(tx.Bucket(bucketPhrases).Root()); return nil })
+	db.Close()
+	damaged := bytes.Clone(data)
+	damaged[root*ps] ^= 0xff // the phrase tree's root page id: the file fails its walk
+
+	s, _ := openDamaged(t, damaged)
+	r := s.Recovery()
+	if r == nil {
+		t.Fatal("damaged phrase tree not detected")
+	}
+	if r.Spool.Carried != 5 || len(r.Spool.Lost) != 0 || r.Spool.Unreadable {
+		t.Fatalf("spool salvage %+v, want 5 carried", r.Spool)
+	}
+	entries, err := s.SpoolList()
+	if err != nil || len(entries) != 5 {
+		t.Fatalf("spool after recovery: %d entries, %v", len(entries), err)
+	}
+	for i, e := range entries {
+		if e.ID != fmt.Sprint("r", i) || string(e.Payload) != "say hi" || !e.Received.Equal(time.Unix(1700000000+int64(i), 0)) {
+			t.Errorf("entry %d: %+v", i, e)
+		}
+	}
+	if st := s.Stats(); st.Entries != 1 { // "after", from openDamaged
+		t.Errorf("phrases carried over from a damaged tree: %+v", st)
+	}
+}
+
+func TestSalvageReportsUnreadableSpoolRecords(t *testing.T) {
+	data := rawFile(t, func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket(bucketSpool)
+		if err != nil {
+			return err
+		}
+		good := spoolKey(time.Unix(1700000000, 0), "kept")
+		return errors.Join(
+			b.Put(good, append(make([]byte, 8), "payload"...)),
+			b.Put(spoolKey(time.Unix(1700000001, 0), "cut"), []byte{1, 2}), // value shorter than its expiry
+			b.Put([]byte{1}, []byte("no id")),
+		)
+	})
+	s, _ := openDamaged(t, data) // foreign: no schema record
+	r := s.Recovery()
+	if r == nil {
+		t.Fatal("not recovered")
+	}
+	if r.Spool.Carried != 1 || strings.Join(r.Spool.Lost, ",") != ",cut" && strings.Join(r.Spool.Lost, ",") != "cut," {
+		t.Errorf("salvage %+v, want 1 carried and cut plus one without id lost", r.Spool)
+	}
+	if entries, _ := s.SpoolList(); len(entries) != 1 || entries[0].ID != "kept" || string(entries[0].Payload) != "payload" {
+		t.Errorf("spool %+v", entries)
 	}
 }

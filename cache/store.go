@@ -178,6 +178,8 @@ type Recovery struct {
 	MovedTo string    // where the damaged file now lies
 	Reason  string    // what was wrong with it
 	At      time.Time // when it was moved
+	// Spool is what was saved of the damaged file's spool.
+	Spool SpoolSalvage
 }
 
 // Stats are the cache's figures. The counters are lifetime totals of the
@@ -215,7 +217,8 @@ type Stats struct {
 // tx.Check, or whose schema is foreign or newer than this build is moved
 // aside as "<path>.corrupt-<UTC time>" (the two newest such copies are
 // kept), a fresh file is created, a warning is logged and Recovery reports
-// it. The check reads every branch and leaf page header and runs bbolt's
+// it. The spool entries still readable in the damaged file are carried
+// into the new one first (see salvage.go). The check reads every branch and leaf page header and runs bbolt's
 // tx.Check (BenchmarkOpenFull measures it on a full 64 MiB file). A file
 // of an older schema is upgraded in one transaction.
 //
@@ -235,17 +238,29 @@ func Open(path string, opts *Options) (*Store, error) {
 		return s, err
 	}
 	now := o.Now()
+	entries, lost, readable := salvageSpool(path, o)
 	moved, mvErr := moveAside(path, now)
 	if mvErr != nil {
 		return nil, fmt.Errorf("open cache: %w; moving it aside failed: %w", err, mvErr)
 	}
-	o.Logger.Warn("cache file was damaged; moved it aside and started an empty one",
-		"path", path, "moved_to", moved, "err", err)
 	s, err2 := openWritable(path, o)
 	if err2 != nil {
 		return nil, err2
 	}
-	s.recovery = &Recovery{MovedTo: moved, Reason: err.Error(), At: now}
+	rec := &Recovery{MovedTo: moved, Reason: err.Error(), At: now,
+		Spool: SpoolSalvage{Lost: lost, Unreadable: !readable}}
+	if cerr := s.carrySpool(entries); cerr != nil {
+		o.Logger.Error("spooled requests of the damaged file not carried over", "requests", len(entries), "err", cerr)
+		for _, e := range entries {
+			rec.Spool.Lost = append(rec.Spool.Lost, string(e.key[8:]))
+		}
+	} else {
+		rec.Spool.Carried = min(len(entries), o.MaxSpoolEntries)
+	}
+	o.Logger.Warn("cache file was damaged; moved it aside and started an empty one",
+		"path", path, "moved_to", moved, "err", err,
+		"spool_carried", rec.Spool.Carried, "spool_lost", len(rec.Spool.Lost), "spool_unreadable", rec.Spool.Unreadable)
+	s.recovery = rec
 	return s, nil
 }
 

@@ -25,14 +25,22 @@ type CacheStats struct {
 	// HitRatio is Hits / (Hits + Misses), 0 before the first lookup.
 	HitRatio    float64 `json:"hit_ratio"`
 	WriteErrors uint64  `json:"write_errors"` // failed writes (disk full, budget): speech went on uncached
+	// Available is false when the configured cache could not be opened
+	// (Options.CacheError, in Error): every figure is then zero.
+	Available bool   `json:"available"`
+	Error     string `json:"error,omitempty"`
 }
 
 // cacheStats reads the phrase cache's figures; nil without a cache.
 func (d *Daemon) cacheStats() *CacheStats {
 	if d.opts.Cache == nil {
+		if d.opts.CacheError != nil {
+			return &CacheStats{Error: d.opts.CacheError.Error()}
+		}
 		return nil
 	}
 	s := d.opts.Cache.CacheStats()
+	s.Available = true
 	if n := s.Hits + s.Misses; n > 0 {
 		s.HitRatio = float64(s.Hits) / float64(n)
 	}

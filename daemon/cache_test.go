@@ -89,7 +89,7 @@ func TestCacheStatsInState(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.Cache = &c.fake }).start()
 	waitFor(t, "state", func() bool { return h.lastState().Cache != nil })
 	got := *h.lastState().Cache
-	want := CacheStats{Entries: 12, Bytes: 345678, MaxBytes: 64 << 20, Hits: 3, Misses: 1, HitRatio: 0.75}
+	want := CacheStats{Entries: 12, Bytes: 345678, MaxBytes: 64 << 20, Hits: 3, Misses: 1, HitRatio: 0.75, Available: true}
 	if got != want {
 		t.Errorf("state cache %+v, want %+v", got, want)
 	}

@@ -103,10 +103,19 @@ type Options struct {
 	// crash or restart loses none (see spool.go). nil: a crash loses the
 	// queue.
 	Spool Spool
+	// SpoolError, when set, says why the configured spool cannot be used
+	// (Spool is then nil): the state's spool object reports it and a
+	// warning event spool_unavailable says so once. Commands are then
+	// acknowledged at once and a crash loses the queue.
+	SpoolError error
 	// Cache, when set, is the engine's phrase cache: its figures go into
 	// the state and cache/purge purges it. nil: cache/purge fails with
 	// not_supported.
 	Cache PhraseCache
+	// CacheError, when set, says why the configured phrase cache cannot
+	// be used (Cache is then nil): the state's cache object reports it and
+	// a warning event cache_unavailable says so once.
+	CacheError error
 	// Speakers, when set, enrolls and forgets cloned speakers
 	// (speaker/enroll, speaker/forget). nil: those fail with
 	// not_supported.
@@ -305,6 +314,11 @@ type Daemon struct {
 	voiceWanted   string
 	voiceChecking bool
 
+	// spoolMu guards spoolErr: why the spool cannot be written now
+	// (Options.SpoolError, or the last failed write until one succeeds).
+	spoolMu  sync.Mutex
+	spoolErr error
+
 	work         chan struct{} // a request was queued
 	out          *outbox
 	stateDue     chan struct{}
@@ -333,6 +347,13 @@ func New(opts *Options) (*Daemon, error) {
 		retained:     make(chan retainedMsg, maxRetainedPending),
 	}
 	d.bgCtx, d.bgCancel = context.WithCancel(context.Background())
+	if o.CacheError != nil {
+		d.Warn(ReasonCacheUnavailable, fmt.Errorf("phrase cache off, speaking uncached: %w", o.CacheError))
+	}
+	if o.SpoolError != nil {
+		d.spoolErr = o.SpoolError
+		d.Warn(ReasonSpoolUnavailable, fmt.Errorf("spool off: commands are spoken, but a crash loses those waiting: %w", o.SpoolError))
+	}
 	vol := 1.0
 	if o.DefaultVolume != nil {
 		vol = *o.DefaultVolume
@@ -469,6 +490,7 @@ func (d *Daemon) Snapshot() State {
 	s.Volume = d.currentVolume()
 	s.Counters = d.stats.snapshot()
 	s.Cache = d.cacheStats()
+	s.Spool = d.spoolStatus()
 	s.Time = d.now()
 	return s
 }

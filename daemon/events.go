@@ -93,7 +93,19 @@ type State struct {
 	Counters Counters `json:"counters"`
 	// Cache is the phrase cache's figures; absent without a cache.
 	Cache *CacheStats `json:"cache,omitempty"`
-	Time  time.Time   `json:"time"`
+	// Spool says whether accepted commands survive a crash; absent
+	// without a spool.
+	Spool *SpoolStatus `json:"spool,omitempty"`
+	Time  time.Time    `json:"time"`
+}
+
+// SpoolStatus is the state's spool object.
+type SpoolStatus struct {
+	// Available is false while the spool cannot be written: commands are
+	// spoken and acknowledged all the same, but a crash loses those
+	// waiting.
+	Available bool   `json:"available"`
+	Error     string `json:"error,omitempty"`
 }
 
 // Counters count since the daemon started.

@@ -164,9 +164,18 @@ const (
 	ReasonReenroll       = "reenroll"        // enrolled with another speaker encoder: enroll again
 	ReasonBadAudio       = "bad_audio"       // reference audio not base64, not a valid WAV, or unusable
 	ReasonBusy           = "busy"            // too many enrollments waiting
-	// ReasonCacheCorrupt is a warning event's reason: the cache file was
+	// Reasons of warning events. ReasonCacheCorrupt: the cache file was
 	// damaged at start, moved aside and replaced by an empty one.
-	ReasonCacheCorrupt = "cache_corrupt"
+	// ReasonSpoolCorrupt: the same of the spool file (what could be read of
+	// its requests was carried over). ReasonCacheUnavailable: the phrase
+	// cache is configured but cannot be used (a read-only disk, locked by
+	// another process); speech goes on uncached. ReasonSpoolUnavailable:
+	// the spool cannot be written; commands are still spoken and
+	// acknowledged, but a crash loses those waiting.
+	ReasonCacheCorrupt     = "cache_corrupt"
+	ReasonSpoolCorrupt     = "spool_corrupt"
+	ReasonCacheUnavailable = "cache_unavailable"
+	ReasonSpoolUnavailable = "spool_unavailable"
 )
 
 // ErrInvalidRequest is matched (errors.Is) by every DecodeError.

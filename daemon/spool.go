@@ -159,6 +159,7 @@ func (d *Daemon) spool(r *Request, payload []byte, ack func()) {
 		err := d.opts.Spool.Put(st.key, rec, received, expires)
 		st.ok = err == nil
 		close(st.done)
+		d.spoolWritten(err)
 		if err != nil {
 			d.stats.spoolErrors.Add(1)
 			d.log.Warn("request not spooled: a crash now would lose it", "id", r.ID, "err", err)
@@ -331,4 +332,59 @@ func (d *Daemon) decodeSpooled(rec SpoolRecord) (Request, error) {
 		r.TTL = rec.Expires.Sub(rec.Received)
 	}
 	return r, nil
+}
+
+// spoolWritten follows the spool's health from the result of each write
+// of a request: the first failure after a success (a disk gone read-only
+// or full) is a warning event, the first success after failures an info
+// line; the state's spool object shows the current error.
+func (d *Daemon) spoolWritten(err error) {
+	d.spoolMu.Lock()
+	was := d.spoolErr
+	d.spoolErr = err
+	d.spoolMu.Unlock()
+	switch {
+	case err != nil && was == nil:
+		d.Warn(ReasonSpoolUnavailable, fmt.Errorf("spool write failed: commands are spoken, but a crash loses those waiting: %w", err))
+	case err == nil && was != nil:
+		d.log.Info("spool writable again")
+		d.markState()
+	}
+}
+
+// spoolStatus is the state's spool object; nil without a spool.
+func (d *Daemon) spoolStatus() *SpoolStatus {
+	if d.opts.Spool == nil && d.opts.SpoolError == nil {
+		return nil
+	}
+	d.spoolMu.Lock()
+	defer d.spoolMu.Unlock()
+	if d.spoolErr != nil {
+		return &SpoolStatus{Error: d.spoolErr.Error()}
+	}
+	return &SpoolStatus{Available: true}
+}
+
+// SpoolLost reports spooled requests that could not be recovered from a
+// damaged spool (cause says why): a failed event with reason spool for
+// each id, and one warning event. ids may contain "" for records whose
+// id was unreadable too; unknown says how many were lost is not known.
+// mynahd calls it after New, before Run.
+func (d *Daemon) SpoolLost(ids []string, unknown bool, cause error) {
+	n := 0
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		n++
+		d.emit(d.failedEvent(id, "", "", ReasonSpool, fmt.Errorf("spooled request lost with the damaged spool file: %w", cause)))
+	}
+	switch {
+	case unknown:
+		d.Warn(ReasonSpoolCorrupt, fmt.Errorf("spooled requests could not be read back; any waiting are lost: %w", cause))
+	case len(ids) > 0:
+		d.Warn(ReasonSpoolCorrupt, fmt.Errorf("%d spooled requests could not be read back (%d without a readable id): %w", len(ids), len(ids)-n, cause))
+	default:
+		d.Warn(ReasonSpoolCorrupt, fmt.Errorf("every spooled request was carried over: %w", cause))
+	}
 }

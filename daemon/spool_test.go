@@ -294,3 +294,81 @@ func FuzzDecodeSpoolRecord(f *testing.F) {
 		}
 	})
 }
+
+// warnings returns the warning events published with reason.
+func (h *harness) warnings(reason string) []Event {
+	var out []Event
+	for _, e := range h.events() {
+		if e.State == EventWarning && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestUnavailableCacheAndSpoolAreReported(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.CacheError = errors.New("open cache: open /var/lib/mynah/cache.db: read-only file system")
+		o.SpoolError = errors.New("open spool: open /var/lib/mynah/spool.db: read-only file system")
+	}).start()
+	waitFor(t, "two warnings", func() bool {
+		return len(h.warnings(ReasonCacheUnavailable)) == 1 && len(h.warnings(ReasonSpoolUnavailable)) == 1
+	})
+	if e := h.warnings(ReasonSpoolUnavailable)[0]; !strings.Contains(e.Error, "read-only file system") || !strings.Contains(e.Error, "crash") {
+		t.Errorf("spool warning %q: want the cause and what it means", e.Error)
+	}
+	var acks ackCounter
+	h.sendMsg(acks.msg("say", `{"id":"r1","text":"Hello."}`))
+	if acks.n.Load() != 1 {
+		t.Error("without a spool a say must be acknowledged at once")
+	}
+	h.waitEvent("r1", EventFinished)
+	s := h.lastState()
+	if s.Cache == nil || s.Cache.Available || !strings.Contains(s.Cache.Error, "cache.db") {
+		t.Errorf("state cache %+v: want available false with the error", s.Cache)
+	}
+	if s.Spool == nil || s.Spool.Available || !strings.Contains(s.Spool.Error, "spool.db") {
+		t.Errorf("state spool %+v: want available false with the error", s.Spool)
+	}
+}
+
+func TestSpoolWriteFailuresWarnOncePerOutage(t *testing.T) {
+	sp := newSpoolRec()
+	h := newHarness(t, func(o *Options) { o.Spool = &sp.fake }).start()
+	h.send("say", `{"id":"ok1","text":"x"}`)
+	h.waitEvent("ok1", EventFinished)
+	if s := h.lastState(); s.Spool == nil || !s.Spool.Available {
+		t.Fatalf("state spool %+v, want available", s.Spool)
+	}
+	sp.mu.Lock()
+	sp.putErr = errors.New("spool put: write failed: read-only file system")
+	sp.mu.Unlock()
+	for _, id := range []string{"f1", "f2", "f3"} {
+		h.send("say", `{"id":"`+id+`","text":"x"}`)
+		h.waitEvent(id, EventFinished) // spoken all the same
+	}
+	waitFor(t, "the warning", func() bool { return len(h.warnings(ReasonSpoolUnavailable)) == 1 })
+	waitFor(t, "the state", func() bool { s := h.lastState(); return s.Spool != nil && !s.Spool.Available })
+	sp.mu.Lock()
+	sp.putErr = nil
+	sp.mu.Unlock()
+	h.send("say", `{"id":"ok2","text":"x"}`)
+	h.waitEvent("ok2", EventFinished)
+	waitFor(t, "available again", func() bool { s := h.lastState(); return s.Spool != nil && s.Spool.Available })
+	if n := len(h.warnings(ReasonSpoolUnavailable)); n != 1 {
+		t.Errorf("%d warnings for one outage, want 1", n)
+	}
+}
+
+func TestSpoolLostIsReported(t *testing.T) {
+	h := newHarness(t, nil)
+	h.d.SpoolLost([]string{"kitchen-1", ""}, false, errors.New("spool file damaged"))
+	h.start()
+	if e := h.waitEvent("kitchen-1", EventFailed); e.Reason != ReasonSpool {
+		t.Errorf("lost request: %+v", e)
+	}
+	waitFor(t, "the warning", func() bool { return len(h.warnings(ReasonSpoolCorrupt)) == 1 })
+	if e := h.warnings(ReasonSpoolCorrupt)[0]; !strings.Contains(e.Error, "2 spooled requests") {
+		t.Errorf("warning %q", e.Error)
+	}
+}
