@@ -318,6 +318,8 @@ type Daemon struct {
 	// (Options.SpoolError, or the last failed write until one succeeds).
 	spoolMu  sync.Mutex
 	spoolErr error
+	// deletes counts the publisher's spool deletes of delivered events.
+	deletes sync.WaitGroup
 
 	work         chan struct{} // a request was queued
 	out          *outbox

@@ -283,6 +283,11 @@ func (d *Daemon) markState() { signal(d.stateDue) }
 // backoff, or at once when the transport reconnects (Connected).
 func (d *Daemon) publisher(ctx context.Context, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
+	defer func() {
+		if !waitTimeout(&d.deletes, d.opts.ShutdownTimeout) {
+			d.log.Warn("spool deletes of delivered events did not end in time; they are sent again after the restart")
+		}
+	}()
 	tick := time.NewTicker(d.opts.StateInterval)
 	defer tick.Stop()
 	retry := time.NewTimer(0)
@@ -396,9 +401,11 @@ func (d *Daemon) sent(p *pending, inline bool) {
 		del()
 		return
 	}
-	d.background.Add(1)
+	// Not d.background: Run waits for that while the publisher still
+	// runs. The publisher waits for these itself before it returns.
+	d.deletes.Add(1)
 	go func() {
-		defer d.background.Done()
+		defer d.deletes.Done()
 		del()
 	}()
 }

@@ -71,17 +71,22 @@ func TestLockedCacheSpeaksUncached(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Close()
-	startDaemon(t, cfg)
-	waitOnline(t, broker.URL(), cfg.Node)
 	ev := watchEvents(t, broker.URL(), cfg.Node)
+	startDaemon(t, cfg)
+	if w := ev.next(state(daemon.EventWarning)); w.Reason != daemon.ReasonCacheUnavailable || !strings.Contains(w.Error, "locked") {
+		t.Errorf("warning %+v, want cache_unavailable saying the file is locked", w)
+	}
+	waitOnline(t, broker.URL(), cfg.Node)
 	for _, id := range []string{"one", "two"} {
 		mqtttest.Publish(t, broker.URL(), "mynah/kitchen/say", []byte(`{"id":"`+id+`","text":"The oven is hot."}`), false)
 		if c := ev.next(stateID(daemon.EventFinished, id)).Cache; c != daemon.CacheMiss {
 			t.Errorf("%s: cache %q, want miss (the cache is locked by another process)", id, c)
 		}
 	}
-	if s := lastState(t, broker.URL(), cfg.Node); s.Cache != nil {
-		t.Errorf("state reports a cache it does not have: %+v", s.Cache)
+	if s := lastState(t, broker.URL(), cfg.Node); s.Cache == nil || s.Cache.Available || !strings.Contains(s.Cache.Error, "locked") {
+		t.Errorf("state cache %+v: want available false, with the reason", s.Cache)
+	} else if s.Spool == nil || !s.Spool.Available {
+		t.Errorf("state spool %+v: the spool has a file of its own and works", s.Spool)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -221,6 +222,24 @@ type QueueConfig struct {
 	// not start within it is dropped rather than spoken late. 1s to 24h,
 	// default 60s.
 	DefaultTTL time.Duration `yaml:"default_ttl"`
+	// SpoolFile keeps accepted commands, and the answers the broker has
+	// not acknowledged yet, across crashes and restarts: a small bbolt
+	// file of its own, so that damage to the phrase cache cannot take
+	// them along. "" (default) is spool.db beside cache.file, and no spool
+	// when cache.file is empty too.
+	SpoolFile string `yaml:"spool_file"`
+}
+
+// SpoolPath is where the spool lives ("" for none): queue.spool_file, or
+// spool.db beside cache.file.
+func (c Config) SpoolPath() string {
+	switch {
+	case c.Queue.SpoolFile != "":
+		return c.Queue.SpoolFile
+	case c.Cache.File != "":
+		return filepath.Join(filepath.Dir(c.Cache.File), "spool.db")
+	}
+	return ""
 }
 
 // CacheConfig is the cache section: the audio of sentences already spoken,

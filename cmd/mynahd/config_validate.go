@@ -150,6 +150,17 @@ func (c Config) Validate() error {
 		bad("queue.size", "%d out of range (1 to %d)", c.Queue.Size, MaxQueueSize)
 	}
 	checkDuration(bad, "queue.default_ttl", c.Queue.DefaultTTL, time.Second, 24*time.Hour)
+	if f := c.Queue.SpoolFile; f != "" {
+		checkPath(bad, "queue.spool_file", f)
+		switch {
+		case !filepath.IsAbs(f):
+			bad("queue.spool_file", "%q must be an absolute path (or empty for spool.db beside cache.file)", f)
+		case filepath.Clean(f) == filepath.Clean(c.Cache.File):
+			bad("queue.spool_file", "%q is cache.file: the spool needs a file of its own", f)
+		}
+	} else if c.Cache.File != "" && filepath.Base(c.Cache.File) == "spool.db" {
+		bad("cache.file", "%q: spool.db beside it is the spool's default file; name the cache otherwise or set queue.spool_file", c.Cache.File)
+	}
 
 	if checkDuration(bad, "watchdog_stall", c.WatchdogStall, time.Second, time.Hour) &&
 		c.WatchdogStall <= a.WriteTimeout {

@@ -16,7 +16,6 @@ import (
 	"github.com/mynah-tts/mynah/audio/text"
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
-	"github.com/mynah-tts/mynah/cache"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt"
 	"github.com/mynah-tts/mynah/quant/ort"
@@ -43,28 +42,12 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		return err
 	}
 	defer voices.Close()
-	var (
-		store    *cache.Store
-		recovery error // a damaged cache file replaced, for a warning event
-	)
-	if cfg.Cache.File != "" {
-		store, err = cache.Open(cfg.Cache.File, &cache.Options{MaxBytes: cfg.Cache.MaxBytes, TTL: cfg.Cache.TTL,
-			MaxSpeakers: cfg.Cache.MaxSpeakers, SpeakerPrecision: cfg.Cache.SpeakerPrecision, Logger: log.With("component", "cache")})
-		if err != nil {
-			// A cache that cannot be opened (locked by another mynahd, a
-			// read-only disk) must not stop speech.
-			log.Warn("phrase cache unavailable, speaking uncached", "file", cfg.Cache.File, "err", err)
-			store = nil
-		} else {
-			defer store.Close()
-			if r := store.Recovery(); r != nil {
-				recovery = fmt.Errorf("cache file %s was damaged (%s): moved to %s, started empty", cfg.Cache.File, r.Reason, r.MovedTo)
-				log.Warn("phrase cache was damaged; moved aside and started empty", "recovery", fmt.Sprintf("%+v", *r))
-			}
-			voices.store = store
-			if err := voices.PinPhrases(ctx, cfg.Cache.Pinned); err != nil {
-				log.Warn("pinned phrases not cached", "err", err)
-			}
+	st := openStores(cfg, log)
+	defer st.Close()
+	if store := st.cache; store != nil {
+		voices.store = store
+		if err := voices.PinPhrases(ctx, cfg.Cache.Pinned); err != nil {
+			log.Warn("pinned phrases not cached", "err", err)
 		}
 	}
 	// Preload the default voice and voices.sessions.preload before READY:
@@ -126,19 +109,16 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		// Markup alone is refused as empty at once, not queued to fail.
 		Decode: &daemon.DecodeOptions{Speakable: func(s string) bool { return !text.IsEmpty(s, nil) }},
 	}
-	if store != nil {
-		// The daemon sees the file through the small interfaces it
-		// declares; a nil *cache.Store must not become a non-nil interface.
-		opts.Spool, opts.Cache = storeSpool{store}, storePhrases{store}
-		opts.Speakers = speakerBook{vs: voices, store: store, now: time.Now}
+	// The daemon sees the files through the small interfaces it declares.
+	st.options(opts)
+	if st.cache != nil {
+		opts.Speakers = speakerBook{vs: voices, store: st.cache, now: time.Now}
 	}
 	d, err := daemon.New(opts)
 	if err != nil {
 		return err
 	}
-	if recovery != nil {
-		d.Warn(daemon.ReasonCacheCorrupt, recovery)
-	}
+	st.report(d, cfg)
 	dp.Store(d)
 	d.Connected() // the first connect happened before the daemon existed
 

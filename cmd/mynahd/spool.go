@@ -12,7 +12,7 @@ import (
 // daemon.PhraseCache); these adapt *cache.Store to it, so the daemon
 // package knows nothing of bbolt.
 
-// storeSpool is the queue spool in the cache file.
+// storeSpool is the queue spool, in a bbolt file of its own (stores.go).
 type storeSpool struct{ s *cache.Store }
 
 var _ daemon.Spool = storeSpool{}

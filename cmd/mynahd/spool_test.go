@@ -28,6 +28,7 @@ func TestSpoolSurvivesSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "mynahd.yaml")
 	db := filepath.Join(dir, "cache.db")
+	spool := filepath.Join(dir, "spool.db") // beside the cache file
 	// The null sink plays in real time, so the queue stays full while
 	// the first request speaks.
 	err := os.WriteFile(conf, []byte("node: den\nmqtt:\n  broker: "+broker.URL()+"\nvoices:\n  dir: "+dir+
@@ -126,7 +127,7 @@ func TestSpoolSurvivesSIGKILL(t *testing.T) {
 	mu.Unlock()
 
 	// The spool on disk holds all ten: what the kill interrupted.
-	store, err := cache.Open(db, &cache.Options{ReadOnly: true})
+	store, err := cache.Open(spool, &cache.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("open the cache after SIGKILL: %v\nmynahd said:\n%s", err, firstLog)
 	}
@@ -184,12 +185,12 @@ func TestSpoolSurvivesSIGKILL(t *testing.T) {
 	if err := second.Wait(); err != nil {
 		t.Errorf("second mynahd: %v\n%s", err, secondLog)
 	}
-	store, err = cache.Open(db, &cache.Options{ReadOnly: true})
+	store, err = cache.Open(spool, &cache.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
 	if left, err := store.SpoolList(); err != nil || len(left) != 0 {
-		t.Errorf("spool after everything was spoken: %d records (%v), want none", len(left), err)
+		t.Errorf("spool after everything was spoken and answered: %d records (%v), want none", len(left), err)
 	}
 }

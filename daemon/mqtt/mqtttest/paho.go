@@ -29,6 +29,23 @@ const (
 // test ends.
 func Subscribe(tb testing.TB, url, topic string) <-chan daemon.Message {
 	tb.Helper()
+	return subscribe(tb, clientOptions(url, "mqtttest-sub-"), topic)
+}
+
+// SubscribeSession is Subscribe with a persistent session under clientID
+// (clean session off): the broker keeps what is published on topic while
+// this client is disconnected, also across a broker restart once the
+// session is saved (Mosquitto.Flush), and sends it after the reconnect.
+// A test that counts every message across a broker kill needs it.
+func SubscribeSession(tb testing.TB, url, topic, clientID string) <-chan daemon.Message {
+	tb.Helper()
+	opts := clientOptions(url, "")
+	opts.SetClientID(clientID).SetCleanSession(false)
+	return subscribe(tb, opts, topic)
+}
+
+func subscribe(tb testing.TB, opts *paho.ClientOptions, topic string) <-chan daemon.Message {
+	tb.Helper()
 	ch := make(chan daemon.Message, subscribeBuffer)
 	handle := func(_ paho.Client, m paho.Message) {
 		msg := daemon.Message{Topic: m.Topic(), Payload: bytes.Clone(m.Payload()), Retained: m.Retained()}
@@ -39,7 +56,7 @@ func Subscribe(tb testing.TB, url, topic string) <-chan daemon.Message {
 		}
 	}
 	subscribed := make(chan error, 1)
-	opts := clientOptions(url, "mqtttest-sub-")
+	opts.SetDefaultPublishHandler(handle) // a resumed session's backlog comes before the SUBACK
 	opts.SetOnConnectHandler(func(c paho.Client) {
 		// Runs on its own goroutine after every (re)connect.
 		tok := c.Subscribe(topic, 1, handle)

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/mynah-tts/mynah/cache"
+	"github.com/mynah-tts/mynah/daemon"
+)
+
+// stores are the two bbolt files: the phrase cache (with the cloned
+// speakers) and the spool. They are separate so that damage to the large,
+// busy cache file, which is moved aside and started empty, cannot take
+// the accepted commands along; the spool file stays small and is written
+// only by the queue.
+type stores struct {
+	cache, spool       *cache.Store
+	cacheErr, spoolErr error // configured but unusable (read-only, locked)
+	log                *slog.Logger
+}
+
+// openStores opens what cfg configures. A file that cannot be opened does
+// not stop speech: its error is kept for the daemon to report.
+func openStores(cfg Config, log *slog.Logger) *stores {
+	st := &stores{log: log}
+	if cfg.Cache.File != "" {
+		st.cache, st.cacheErr = cache.Open(cfg.Cache.File, &cache.Options{MaxBytes: cfg.Cache.MaxBytes, TTL: cfg.Cache.TTL,
+			MaxSpeakers: cfg.Cache.MaxSpeakers, SpeakerPrecision: cfg.Cache.SpeakerPrecision, Logger: log.With("component", "cache")})
+		if st.cacheErr != nil {
+			log.Warn("phrase cache unavailable, speaking uncached", "file", cfg.Cache.File, "err", st.cacheErr)
+		}
+	}
+	if path := cfg.SpoolPath(); path != "" {
+		// The spool holds no audio: the phrase budget is its smallest.
+		st.spool, st.spoolErr = cache.Open(path, &cache.Options{MaxBytes: 1 << 20, Logger: log.With("component", "spool")})
+		if st.spoolErr != nil {
+			st.spoolErr = fmt.Errorf("open spool %s: %w", path, st.spoolErr)
+			log.Warn("spool unavailable: commands are spoken, but a crash loses those waiting", "file", path, "err", st.spoolErr)
+		}
+	}
+	st.migrate()
+	return st
+}
+
+// migrate moves the requests an older mynahd spooled in the cache file
+// (or that the cache file's recovery carried over) into the spool file.
+func (st *stores) migrate() {
+	if st.cache == nil || st.spool == nil {
+		return
+	}
+	entries, err := st.cache.SpoolList()
+	if err != nil || len(entries) == 0 {
+		return
+	}
+	moved := 0
+	for _, e := range entries {
+		if err := st.spool.SpoolPut(e.ID, e.Payload, e.Received, e.Expires); err != nil {
+			st.log.Warn("spooled request not moved to the spool file; it stays in the cache file", "id", e.ID, "err", err)
+			continue
+		}
+		if err := st.cache.SpoolDelete(e.ID); err != nil {
+			st.log.Warn("moved spooled request not removed from the cache file", "id", e.ID, "err", err)
+		}
+		moved++
+	}
+	st.log.Info("spooled requests moved from the cache file to the spool file", "requests", moved)
+}
+
+// options fills in the daemon's view of the stores.
+func (st *stores) options(o *daemon.Options) {
+	o.CacheError, o.SpoolError = st.cacheErr, st.spoolErr
+	// A nil *cache.Store must not become a non-nil interface.
+	if st.cache != nil {
+		o.Cache = storePhrases{st.cache}
+	}
+	if st.spool != nil {
+		o.Spool = storeSpool{st.spool}
+	}
+}
+
+// report tells the daemon (warning and failed events) what the opens
+// recovered from. Call it after daemon.New, before Run.
+func (st *stores) report(d *daemon.Daemon, cfg Config) {
+	if st.cache != nil {
+		if r := st.cache.Recovery(); r != nil {
+			d.Warn(daemon.ReasonCacheCorrupt, fmt.Errorf("cache file %s was damaged (%s): moved to %s, started empty%s",
+				cfg.Cache.File, r.Reason, r.MovedTo, salvageNote(r.Spool)))
+			if len(r.Spool.Lost) > 0 {
+				d.SpoolLost(r.Spool.Lost, false, errors.New("cache file damaged"))
+			}
+		}
+	}
+	if st.spool != nil {
+		if r := st.spool.Recovery(); r != nil {
+			d.SpoolLost(r.Spool.Lost, r.Spool.Unreadable, fmt.Errorf("spool file %s was damaged (%s): moved to %s%s",
+				cfg.SpoolPath(), r.Reason, r.MovedTo, salvageNote(r.Spool)))
+		}
+	}
+}
+
+// salvageNote says, for a warning, what a recovery saved of the spool.
+func salvageNote(s cache.SpoolSalvage) string {
+	switch {
+	case s.Unreadable:
+		return "; its spool could not be read"
+	case s.Carried == 0 && len(s.Lost) == 0:
+		return ""
+	}
+	return fmt.Sprintf("; %d spooled requests carried over, %d lost", s.Carried, len(s.Lost))
+}
+
+// Close closes both files and returns the first error.
+func (st *stores) Close() error {
+	var errs []error
+	for _, s := range []*cache.Store{st.cache, st.spool} {
+		if s != nil {
+			errs = append(errs, s.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
