@@ -12,7 +12,9 @@ func TestOutboxShedsNewsNeverTerminal(t *testing.T) {
 	o := newOutbox(2)
 	o.maxTotal = 4
 	news := func(n int) *pending { return &pending{e: Event{State: EventQueued, ID: fmt.Sprint(n)}} }
-	answer := func(n int) *pending { return &pending{e: Event{State: EventFinished, ID: fmt.Sprint(n)}, terminal: true} }
+	answer := func(n int) *pending {
+		return &pending{e: Event{State: EventFinished, ID: fmt.Sprint(n)}, terminal: true}
+	}
 	var shed, lost int
 	add := func(p *pending) {
 		s, l := o.push(p)
