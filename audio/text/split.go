@@ -121,6 +121,30 @@ func Split(text string, opts *SplitOptions) ([]string, error) {
 	return out, nil
 }
 
+// Break cuts one sentence from Split into pieces of at most maxRunes
+// runes, for a voice whose model run must stay short (its audio, and so
+// its memory, grows with the text). Each piece ends where Split breaks an
+// over-long sentence: at a clause comma, else at a space, else (no space
+// in reach) inside the word, never between a letter and its combining
+// mark. The pieces are balanced: a sentence that needs k pieces is cut
+// near every len/k runes (with a quarter of slack, so that a clause comma
+// a little past the even point is taken), so the last piece is not a
+// stub. A sentence within maxRunes, or a maxRunes below 1, comes back
+// whole. Apart from the spaces at the breaks, the pieces hold exactly the
+// runes of s.
+func Break(s string, maxRunes int) []string {
+	rs := trimSpaces([]rune(s))
+	if len(rs) == 0 {
+		return nil
+	}
+	if maxRunes < 1 || len(rs) <= maxRunes {
+		return []string{string(rs)}
+	}
+	k := (len(rs) + maxRunes - 1) / maxRunes
+	even := (len(rs) + k - 1) / k
+	return appendSentence(nil, rs, min(maxRunes, even+even/4))
+}
+
 // IsEmpty reports whether Split would find nothing to say in s (its
 // ErrEmptyText): blank text, control characters and byte-order marks, or
 // markup alone, such as "<speak><break time='1s'/></speak>". Only

@@ -405,3 +405,59 @@ func BenchmarkSplitNotification(b *testing.B) {
 		}
 	}
 }
+
+func TestBreak(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		max  int
+		want []string
+	}{
+		{"within the limit", "one two three", 13, []string{"one two three"}},
+		{"no limit", "one two three", 0, []string{"one two three"}},
+		{"empty", "  ", 3, nil},
+		{"two at a space", "aaa bbb ccc ddd", 8, []string{"aaa bbb", "ccc ddd"}},
+		{"clause comma past the middle", "one two three, four five", 16, []string{"one two three,", "four five"}},
+		{"balanced, no stub at the end", "a b c d e f g h i j k", 10, []string{"a b c d", "e f g h", "i j k"}},
+		{"without spaces", "abcdefghijkl", 5, []string{"abcde", "fghij", "kl"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Break(tt.in, tt.max)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Break(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBreakKeepsEveryRune breaks long unpunctuated text into many pieces:
+// each within the limit and none a stub, and the runes are all there.
+func TestBreakKeepsEveryRune(t *testing.T) {
+	words := strings.Fields("the quick brown fox jumps over a lazy dog while kitchen lights hum")
+	var b strings.Builder
+	for i := 0; b.Len() < 2000; i++ {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(words[i%len(words)])
+	}
+	in := b.String()
+	for _, max := range []int{30, 57, 100, 333, 1000} {
+		got := Break(in, max)
+		// The spaces at the breaks are dropped, so one piece fewer than
+		// len/max can hold it all.
+		k := (len(in) + max - 1) / max
+		if len(got) < k-1 || len(got) > k+k/10+1 {
+			t.Errorf("max %d: %d pieces, want about %d", max, len(got), k)
+		}
+		for i, p := range got {
+			if n := utf8.RuneCountInString(p); n == 0 || n > max || (i < len(got)-1 && n < max/3) {
+				t.Errorf("max %d: piece %d has %d runes", max, i, n)
+			}
+		}
+		if strings.Join(got, " ") != in {
+			t.Errorf("max %d: pieces do not rejoin to the input", max)
+		}
+	}
+}
