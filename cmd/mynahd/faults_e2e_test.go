@@ -161,7 +161,26 @@ func TestEveryRequestAnsweredAcrossBrokerKill(t *testing.T) {
 // killRun is one mynahd process of a kill-and-restart test.
 type killRun struct {
 	cmd    *exec.Cmd
-	stderr bytes.Buffer
+	stderr syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer that the process's output copier and the
+// test may use at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func startMynahd(t *testing.T, bin, conf string) *killRun {
@@ -343,5 +362,75 @@ func TestUnwritableSpoolIsReported(t *testing.T) {
 	}
 	if s.Cache == nil || !s.Cache.Available {
 		t.Errorf("state cache %+v: the cache file is fine", s.Cache)
+	}
+}
+
+// TestAnswerSurvivesBrokerOutageAndCrash: a request finishes while the
+// broker is down, and mynahd is killed before the broker comes back. The
+// answer was kept in the spool: the next mynahd sends it, marked
+// redelivered, and does not speak the request again.
+func TestAnswerSurvivesBrokerOutageAndCrash(t *testing.T) {
+	bin := buildMynahd(t)
+	broker := mqtttest.StartMosquitto(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "mynahd.yaml")
+	if err := os.WriteFile(conf, []byte("node: den\nmqtt:\n  broker: "+broker.URL()+"\n  keepalive: 2s\nvoices:\n  dir: "+dir+
+		"\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  level: info\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	evs := collectEvents(mqtttest.SubscribeSession(t, broker.URL(), "mynah/den/event", "crash-watcher"))
+	first := startMynahd(t, bin, conf)
+	waitOnline(t, broker.URL(), "den")
+	mqtttest.Publish(t, broker.URL(), "mynah/den/say", []byte(`{"id":"late","text":"The washing machine has finished. Please empty it."}`), false)
+	for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
+		started := false
+		for _, e := range evs.snapshot() {
+			started = started || e.ID == "late" && e.State == daemon.EventStarted
+		}
+		if started {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never started\n%s", &first.stderr)
+		}
+	}
+	broker.Flush(t)
+	broker.Kill()
+	// The request ends while the broker is gone; its answer goes to the
+	// spool file.
+	spool := filepath.Join(dir, "spool.db")
+	for deadline := time.Now().Add(wait); !strings.Contains(first.stderr.String(), "spoken"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never finished\n%s", &first.stderr)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the answer's spool write
+	first.cmd.Process.Signal(syscall.SIGKILL)
+	first.cmd.Wait()
+
+	broker.Restart(t)
+	second := startMynahd(t, bin, conf)
+	evs.waitAnswered(t, []string{"late"}, wait)
+	var answers []daemon.Event
+	for _, e := range evs.snapshot() {
+		if terminal(e) {
+			answers = append(answers, e)
+		}
+	}
+	if len(answers) != 1 || answers[0].State != daemon.EventFinished || !answers[0].Redelivered || answers[0].Sentences == nil {
+		t.Fatalf("answers %+v, want one finished, redelivered, with the first run's figures\n%s", answers, &second.stderr)
+	}
+	if strings.Contains(second.stderr.String(), `msg=spoken`) {
+		t.Errorf("the request was spoken again after the restart\n%s", &second.stderr)
+	}
+	second.cmd.Process.Signal(syscall.SIGTERM)
+	second.cmd.Wait()
+	store, err := cache.Open(spool, &cache.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if left, _ := store.SpoolList(); len(left) != 0 {
+		t.Errorf("%d spool records after the answer was delivered", len(left))
 	}
 }
