@@ -60,6 +60,11 @@ type PiperOptions struct {
 	// MaxSentenceAudio bounds the audio of one sentence; longer output is
 	// ErrTooManyFrames rather than an unbounded allocation. Default 60 s.
 	MaxSentenceAudio time.Duration
+	// MaxRunAudio caps the audio one model run is asked for, and so its
+	// memory: SplitFor cuts a sentence estimated longer (from its phoneme
+	// count and the length scale, PiperSecondsPerID) at clause, then word
+	// boundaries. 0 means DefaultMaxRunAudio; negative turns it off.
+	MaxRunAudio time.Duration
 	// Precision picks a variant beside the model (NAME.<precision>.onnx:
 	// fp16, int8, nbits) that passed the quality gate; "" or fp32 is the
 	// model itself.
@@ -130,7 +135,8 @@ type Piper struct {
 	pinyin text.Phonemizer // Mandarin sentences, when the voice covers pinyin
 	split  *text.SplitOptions
 	silence,
-	maxAudio time.Duration
+	maxAudio,
+	maxRun time.Duration
 	hasSID bool
 	log    *slog.Logger
 
@@ -217,6 +223,12 @@ func (opts *PiperOptions) withDefaults() PiperOptions {
 	if o.MaxSentenceAudio <= 0 {
 		o.MaxSentenceAudio = 60 * time.Second
 	}
+	switch {
+	case o.MaxRunAudio == 0:
+		o.MaxRunAudio = DefaultMaxRunAudio
+	case o.MaxRunAudio < 0:
+		o.MaxRunAudio = 0
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -232,6 +244,7 @@ func newPiper(cfg *PiperConfig, sess session, opts PiperOptions) (*Piper, error)
 		split:    o.Split,
 		silence:  o.SentenceSilence,
 		maxAudio: o.MaxSentenceAudio,
+		maxRun:   o.MaxRunAudio,
 		log:      o.Logger,
 	}
 	if err := p.checkContract(); err != nil {
@@ -438,7 +451,7 @@ func (p *Piper) Synthesize(ctx context.Context, req Request, emit func(Chunk) er
 	if err != nil {
 		return err
 	}
-	sentences, err := p.Split(req.Text)
+	sentences, err := p.SplitFor(req.Text, prm)
 	if err != nil {
 		return err
 	}
@@ -447,8 +460,8 @@ func (p *Piper) Synthesize(ctx context.Context, req Request, emit func(Chunk) er
 	}, emit)
 }
 
-// Split splits text into the sentences Synthesize would speak, with the
-// voice's limits.
+// Split splits text into sentences with the voice's limits. Synthesize
+// speaks SplitFor's runs, which also cap each run's audio.
 func (p *Piper) Split(s string) ([]string, error) {
 	return text.Split(s, p.split)
 }
@@ -456,18 +469,28 @@ func (p *Piper) Split(s string) ([]string, error) {
 // SilenceAfter is the pause that follows every sentence but the last.
 func (p *Piper) SilenceAfter() time.Duration { return p.silence }
 
-// SynthesizeSentence runs one ONNX call for one sentence from Split, and
-// also returns how many phonemes the voice had no id for.
-func (p *Piper) SynthesizeSentence(s string, prm Params) (audio.PCM, int, error) {
+// phonemeIDs is a sentence's model input, and the phonemes the voice
+// has no id for (skipped) with their counts.
+func (p *Piper) phonemeIDs(s string) ([]int64, map[string]int, error) {
 	front := p.front
 	if p.pinyin != nil && mostlyHan(s) {
 		front = p.pinyin
 	}
 	phonemes, err := front.Phonemize(s)
 	if err != nil {
-		return audio.PCM{}, 0, fmt.Errorf("phonemize: %w", err)
+		return nil, nil, fmt.Errorf("phonemize: %w", err)
 	}
 	ids, unknown := p.ids.IDs(phonemes)
+	return ids, unknown, nil
+}
+
+// SynthesizeSentence runs one ONNX call for one sentence from SplitFor
+// (or Split), and also returns how many phonemes the voice had no id for.
+func (p *Piper) SynthesizeSentence(s string, prm Params) (audio.PCM, int, error) {
+	ids, unknown, err := p.phonemeIDs(s)
+	if err != nil {
+		return audio.PCM{}, 0, err
+	}
 	n := 0
 	for ph, k := range unknown {
 		n += k

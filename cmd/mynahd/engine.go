@@ -56,6 +56,10 @@ type voiceSet struct {
 	// cpu is this CPU's class: auto takes an int8 variant only where its
 	// weight format is exact (bundle.GateRecord.UsableOn).
 	cpu cpuclass.Class
+	// keeper gives memory back after speech (memory.go); pageOutFailed
+	// is its note that the cache file's pages could not be paged out.
+	keeper        *memoryKeeper
+	pageOutFailed bool
 }
 
 var _ daemon.Engine = (*voiceSet)(nil)
@@ -99,7 +103,18 @@ func newVoiceSet(rt *ort.Runtime, dir, def string, sc SessionsConfig, opts *voic
 	mem.lowWater, mem.relieve = sc.LowWater, vs.relieveKV
 	so.Memory = mem
 	vs.sessions = cache.NewSessions(so)
+	logMallocTuning(log)
+	vs.keeper = startMemoryKeeper(vs.releaseMemory, memoryIdleRelease, memoryBusyRelease)
 	return vs, nil
+}
+
+// synthesizing marks synthesis for the memory keeper; call the func it
+// returns when synthesis ends.
+func (vs *voiceSet) synthesizing() (done func()) {
+	if vs.keeper == nil {
+		return func() {}
+	}
+	return vs.keeper.begin()
 }
 
 // Voices lists the installed voices by name, sorted.
@@ -201,6 +216,7 @@ func (vs *voiceSet) Preload(ctx context.Context) (voice.Info, error) {
 // whatever the time. Sentence n is emitted before n+1 is synthesized (the
 // daemon plays n meanwhile).
 func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon.Chunk) error) error {
+	defer vs.synthesizing()()
 	name := s.Voice
 	if name == "" {
 		name = vs.def
@@ -214,7 +230,7 @@ func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon
 	if err != nil {
 		return err
 	}
-	sentences, err := v.split(s.Text)
+	sentences, err := p.sentences(v, s.Text)
 	if errors.Is(err, text.ErrEmptyText) {
 		return fmt.Errorf("%w: %w", daemon.ErrNothingToSay, err)
 	}
@@ -222,6 +238,7 @@ func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon
 		return err
 	}
 	useCache := vs.store != nil && p.cacheable && !s.NoCache
+	var stored time.Duration // of this request's audio, in the phrase cache
 	for i, sentence := range sentences {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -247,12 +264,22 @@ func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon
 		if err := emit(c); err != nil {
 			return err
 		}
-		if useCache && !hit {
+		if useCache && !hit && stored+pcm.Duration() <= maxCachedRequestAudio {
 			vs.keep(key, name, pcm)
+			stored += pcm.Duration()
 		}
 	}
 	return nil
 }
+
+// maxCachedRequestAudio is the most of one request's synthesized audio
+// Speak stores in the phrase cache; the rest of a longer request is
+// spoken uncached. The cache is for the announcements that come back, and
+// those are short: the longest text at the slowest rate is about half an
+// hour of speech, several times the default 64 MiB cache, and storing it
+// would push out every phrase that does repeat (and, while bbolt rewrites
+// its pages, fill the process's RSS with the file's).
+const maxCachedRequestAudio = 2 * time.Minute
 
 // CheckVoice implements daemon.Engine for voice/set: the voice must still
 // be installed (a warm session outlives its deleted files, but only until
@@ -283,6 +310,7 @@ func (vs *voiceSet) PinPhrases(ctx context.Context, texts []string) error {
 	if vs.store == nil {
 		return nil
 	}
+	defer vs.synthesizing()()
 	v, release, err := vs.sessions.Get(ctx, vs.def)
 	if err != nil {
 		return err
@@ -294,7 +322,7 @@ func (vs *voiceSet) PinPhrases(ctx context.Context, texts []string) error {
 	}
 	want := make(map[cache.PhraseKey]bool)
 	for _, text := range texts {
-		sentences, err := v.split(text)
+		sentences, err := p.sentences(v, text)
 		if err != nil {
 			return fmt.Errorf("pinned phrase %q: %w", text, err)
 		}
@@ -327,6 +355,14 @@ func (vs *voiceSet) PinPhrases(ctx context.Context, texts []string) error {
 		}
 	}
 	return nil
+}
+
+// sentences cuts text into the plan's model runs.
+func (p *plan) sentences(v *loadedVoice, text string) ([]string, error) {
+	if p.split != nil {
+		return p.split(text)
+	}
+	return v.split(text)
 }
 
 // key names one sentence's audio under the plan's settings.
@@ -372,4 +408,9 @@ func (vs *voiceSet) keep(key cache.PhraseKey, voiceName string, pcm audio.PCM) {
 }
 
 // Close releases every loaded voice.
-func (vs *voiceSet) Close() error { return vs.sessions.Close() }
+func (vs *voiceSet) Close() error {
+	if vs.keeper != nil {
+		vs.keeper.close()
+	}
+	return vs.sessions.Close()
+}

@@ -51,7 +51,12 @@ type plan struct {
 	// cacheable is false when a sentence's audio depends on more than the
 	// spec: a conversation session carries the decoder's state over.
 	cacheable bool
-	synth     func(ctx context.Context, sentence string) (audio.PCM, error)
+	// split cuts a text into what synth takes, one model run each: the
+	// voice's sentences, the over-long ones cut to the voice's cap on
+	// the audio of one run at this request's rate (nil: the voice's
+	// split).
+	split func(text string) ([]string, error)
+	synth func(ctx context.Context, sentence string) (audio.PCM, error)
 }
 
 // voiceKind says what engine the voice directory at path needs.
@@ -195,6 +200,7 @@ func piperVoice(name string, v *voice.Piper) *loadedVoice {
 					SampleRate:  info.SampleRate,
 				},
 				cacheable: true,
+				split:     func(text string) ([]string, error) { return v.SplitFor(text, prm) },
 				synth: func(_ context.Context, sentence string) (audio.PCM, error) {
 					pcm, _, err := v.SynthesizeSentence(sentence, prm)
 					return pcm, err

@@ -1,0 +1,91 @@
+package voice
+
+import (
+	"math"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mynah-tts/mynah/audio/text"
+)
+
+// The audio of one model run is capped before the run: a VITS-style model
+// holds its intermediate tensors for the whole utterance at once, so its
+// memory grows with the audio it makes (the demo voice about 2.8 MB per
+// second, a 60 s sentence 170 MB; Piper's HiFi-GAN decoder more), and the
+// C allocator keeps much of that peak after the run. A sentence whose
+// estimated audio is over the cap is cut at clause, then word boundaries
+// (text.Break) into runs that each fit, and every run is a sentence of its
+// own to the caller: it streams, and the phrase cache keys it.
+const (
+	// DefaultMaxRunAudio is PiperOptions.MaxRunAudio's default: 10 s is a
+	// long sentence at the normal rate (25–30 words), so only run-on text
+	// or a slow rate is cut, and the demo voice's run stays near 30 MB.
+	DefaultMaxRunAudio = 10 * time.Second
+
+	// PiperSecondsPerID estimates the audio of one phoneme id at
+	// length_scale 1. Piper's id sequence puts a pad after every phoneme,
+	// so an id is half a phoneme: measured 0.028–0.035 s on the demo voice
+	// for English; 0.04 leaves room for slower voices. The estimate only
+	// decides where to cut: a run that comes out longer is still bounded
+	// by MaxSentenceAudio.
+	PiperSecondsPerID = 0.04
+
+	// minRunRunes is the shortest piece a sentence is cut into: below a
+	// few words, cutting further hurts the prosody more than the memory
+	// it saves.
+	minRunRunes = 12
+)
+
+// capRuns cuts every sentence whose estimated audio is over maxAudio into
+// pieces that fit. estimate returns a sentence's audio, or an error; a
+// sentence that cannot be estimated is kept whole (its run fails or
+// succeeds as it would have). maxAudio ≤ 0 returns sentences as they are.
+func capRuns(sentences []string, maxAudio time.Duration, estimate func(string) (time.Duration, error)) []string {
+	if maxAudio <= 0 {
+		return sentences
+	}
+	var out []string
+	for _, s := range sentences {
+		out = appendRuns(out, s, maxAudio, estimate, 0)
+	}
+	return out
+}
+
+// appendRuns appends s, cut as capRuns says, to out. A piece that is
+// still over (phonemes are not spread evenly over the runes: numbers,
+// abbreviations) is cut again, a few times at most.
+func appendRuns(out []string, s string, maxAudio time.Duration, estimate func(string) (time.Duration, error), depth int) []string {
+	est, err := estimate(s)
+	runes := utf8.RuneCountInString(s)
+	if err != nil || est <= maxAudio || runes <= minRunRunes || depth >= 4 {
+		return append(out, s)
+	}
+	// Aim under the cap: Break's pieces are balanced, not equal.
+	budget := int(math.Floor(float64(runes) * 0.9 * float64(maxAudio) / float64(est)))
+	for _, piece := range text.Break(s, max(budget, minRunRunes)) {
+		out = appendRuns(out, piece, maxAudio, estimate, depth+1)
+	}
+	return out
+}
+
+// SplitFor splits text into the sentences Synthesize would speak for prm:
+// the sentences of Split, with each one whose audio at prm's length scale
+// is estimated over MaxRunAudio cut at clause, then word boundaries into
+// runs that fit. Speak the result with SynthesizeSentence, one run each.
+func (p *Piper) SplitFor(s string, prm Params) ([]string, error) {
+	sentences, err := p.Split(s)
+	if err != nil {
+		return nil, err
+	}
+	scale := float64(prm.LengthScale)
+	if scale <= 0 {
+		scale = 1
+	}
+	return capRuns(sentences, p.maxRun, func(sentence string) (time.Duration, error) {
+		ids, _, err := p.phonemeIDs(sentence)
+		if err != nil {
+			return 0, err
+		}
+		return time.Duration(float64(len(ids)) * PiperSecondsPerID * scale * float64(time.Second)), nil
+	}), nil
+}

@@ -1,0 +1,13 @@
+//go:build !cgo || !linux
+
+package main
+
+// mallocTuning reports that no C allocator setting was made: without cgo
+// (or off Linux) mynahd has no C heap of its own to tune.
+func mallocTuning() (arenaMax, mmapThreshold int, ok bool) { return 0, 0, false }
+
+// trimCHeap has nothing to trim here.
+func trimCHeap() bool { return false }
+
+// pageOutFile cannot ask this system to reclaim mapped pages.
+func pageOutFile(path string) (int64, error) { return 0, errPageOutUnsupported }
