@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -161,26 +160,7 @@ func TestEveryRequestAnsweredAcrossBrokerKill(t *testing.T) {
 // killRun is one mynahd process of a kill-and-restart test.
 type killRun struct {
 	cmd    *exec.Cmd
-	stderr syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer that the process's output copier and the
-// test may use at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	stderr lockedBuffer
 }
 
 func startMynahd(t *testing.T, bin, conf string) *killRun {
