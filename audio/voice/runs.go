@@ -20,7 +20,7 @@ const (
 	// DefaultMaxRunAudio is PiperOptions.MaxRunAudio's default: 10 s is a
 	// long sentence at the normal rate (25–30 words), so only run-on text
 	// or a slow rate is cut, and the demo voice's run stays near 30 MB.
-	DefaultMaxRunAudio = 10 * time.Second
+	DefaultMaxRunAudio = 8 * time.Second
 
 	// PiperSecondsPerID estimates the audio of one phoneme id at
 	// length_scale 1. Piper's id sequence puts a pad after every phoneme,

@@ -30,6 +30,11 @@ import (
 //   - caps the audio of one model run (audio/voice MaxRunAudio), which
 //     bounds the peak of a run whatever the text and rate.
 const (
+	// Keep in step with mynah_malloc_tune (memory_cgo.go) and the unit's
+	// MALLOC_ARENA_MAX.
+	mallocArenaMax      = 2
+	mallocMMapThreshold = 256 << 10
+
 	memoryIdleRelease = time.Second
 	memoryBusyRelease = 2 * time.Second
 	memoryTick        = 250 * time.Millisecond

@@ -56,12 +56,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Keep in step with mynah_malloc_tune.
-const (
-	mallocArenaMax      = 2
-	mallocMMapThreshold = 256 << 10
-)
-
 // mallocTuning says which of mynah's C allocator settings are in effect
 // (the environment may have set its own).
 func mallocTuning() (arenaMax, mmapThreshold int, ok bool) {

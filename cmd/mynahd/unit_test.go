@@ -117,3 +117,36 @@ func TestUnitKeepsWhatMynahdNeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitMemoryLimits checks the unit's memory settings against mynahd's:
+// MemoryHigh is MemoryMax less voices.sessions.low_water (the kernel
+// starts reclaiming where mynahd starts closing idle voices), MemoryMax
+// leaves room above the demo voice's soak budget, and MALLOC_ARENA_MAX
+// is the arena limit mynahd sets itself.
+func TestUnitMemoryLimits(t *testing.T) {
+	kv := readUnit(t)
+	size := func(key string) int64 {
+		t.Helper()
+		v := kv[key]
+		if len(v) != 1 {
+			t.Fatalf("unit: want one %s=, have %q", key, v)
+		}
+		n, err := strconv.ParseInt(strings.TrimSuffix(v[0], "M"), 10, 64)
+		if err != nil || !strings.HasSuffix(v[0], "M") {
+			t.Fatalf("unit: %s=%s: want a size in M", key, v[0])
+		}
+		return n << 20
+	}
+	high, hard := size("MemoryHigh"), size("MemoryMax")
+	if lw := DefaultConfig().Voices.Sessions.LowWater; hard-high != lw {
+		t.Errorf("unit: MemoryMax %d MiB − MemoryHigh %d MiB = %d MiB, want voices.sessions.low_water's default %d MiB",
+			hard>>20, high>>20, (hard-high)>>20, lw>>20)
+	}
+	if high < 2*soakPeakBudget {
+		t.Errorf("unit: MemoryHigh %d MiB leaves too little above the %d MiB peak budget", high>>20, soakPeakBudget>>20)
+	}
+	want := "MALLOC_ARENA_MAX=" + strconv.Itoa(mallocArenaMax)
+	if !slices.Contains(kv["Environment"], want) {
+		t.Errorf("unit: %s missing (have %q)", want, kv["Environment"])
+	}
+}
