@@ -214,20 +214,16 @@ func (opts *PiperOptions) withDefaults() PiperOptions {
 	if opts != nil {
 		o = *opts
 	}
+	// Negative (none) stays negative, so that defaults applied twice
+	// (LoadPiper, then newPiper) do not turn "none" into the default.
 	if o.SentenceSilence == 0 {
 		o.SentenceSilence = DefaultSentenceSilence
-	}
-	if o.SentenceSilence < 0 {
-		o.SentenceSilence = 0
 	}
 	if o.MaxSentenceAudio <= 0 {
 		o.MaxSentenceAudio = 60 * time.Second
 	}
-	switch {
-	case o.MaxRunAudio == 0:
+	if o.MaxRunAudio == 0 {
 		o.MaxRunAudio = DefaultMaxRunAudio
-	case o.MaxRunAudio < 0:
-		o.MaxRunAudio = 0
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -242,9 +238,9 @@ func newPiper(cfg *PiperConfig, sess session, opts PiperOptions) (*Piper, error)
 		cfg:      cfg,
 		sess:     sess,
 		split:    o.Split,
-		silence:  o.SentenceSilence,
+		silence:  max(o.SentenceSilence, 0),
 		maxAudio: o.MaxSentenceAudio,
-		maxRun:   o.MaxRunAudio,
+		maxRun:   max(o.MaxRunAudio, 0),
 		log:      o.Logger,
 	}
 	if err := p.checkContract(); err != nil {
