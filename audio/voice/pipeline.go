@@ -263,7 +263,7 @@ func newPipeline(b *bundle.Bundle, enc session, dec kvSession, voc session, o Pi
 		bundle:     b,
 		enc:        enc,
 		voc:        voc,
-		silence:    o.SentenceSilence,
+		silence:    max(o.SentenceSilence, 0),
 		maxAudio:   o.MaxSentenceAudio,
 		inference:  *o.Inference,
 		log:        o.Logger,

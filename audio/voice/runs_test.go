@@ -74,3 +74,25 @@ func TestPiperNoSentenceSilence(t *testing.T) {
 		t.Errorf("default pause %v, want %v", d, voice.DefaultSentenceSilence)
 	}
 }
+
+// TestBundleEnginesNoSentenceSilence: the same for the style-vector and
+// cloning engines, which share PiperOptions' defaults.
+func TestBundleEnginesNoSentenceSilence(t *testing.T) {
+	rt := openRuntime(t)
+	st, err := voice.LoadStyle(rt, styleKit(t, ""), &voice.StyleOptions{SentenceSilence: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if d := st.SilenceAfter(); d != 0 {
+		t.Errorf("style: SentenceSilence -1: pause %v, want none", d)
+	}
+	p, err := voice.LoadPipeline(rt, cloneKit(t, nil), &voice.PipelineOptions{SentenceSilence: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if d := p.SilenceAfter(); d != 0 {
+		t.Errorf("pipeline: SentenceSilence -1: pause %v, want none", d)
+	}
+}

@@ -129,7 +129,7 @@ func newStyle(b *bundle.Bundle, sess session, o StyleOptions) (*Style, error) {
 		tokens:   m.Text.PhonemeIDMap,
 		space:    m.Text.PhonemeIDMap[" "],
 		split:    o.Split,
-		silence:  o.SentenceSilence,
+		silence:  max(o.SentenceSilence, 0),
 		maxAudio: o.MaxSentenceAudio,
 		log:      o.Logger,
 		styles:   make(map[string][]float32),
