@@ -1,10 +1,12 @@
 package daemon
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -159,10 +161,15 @@ func (d *Daemon) spool(r *Request, payload []byte, ack func()) {
 		err := d.opts.Spool.Put(st.key, rec, received, expires)
 		st.ok = err == nil
 		close(st.done)
-		d.spoolWritten(err)
-		if err != nil {
+		if first := d.spoolWritten(err); err != nil {
 			d.stats.spoolErrors.Add(1)
-			d.log.Warn("request not spooled: a crash now would lose it", "id", r.ID, "err", err)
+			// A flood or a dead disk fails every write: one warning for
+			// the outage (spoolWritten), the rest at debug level.
+			level := slog.LevelDebug
+			if first {
+				level = slog.LevelWarn
+			}
+			d.log.Log(context.Background(), level, "request not spooled: a crash now would lose it", "id", r.ID, "err", err)
 		}
 		ack()
 	}()
@@ -338,7 +345,8 @@ func (d *Daemon) decodeSpooled(rec SpoolRecord) (Request, error) {
 // of a request: the first failure after a success (a disk gone read-only
 // or full) is a warning event, the first success after failures an info
 // line; the state's spool object shows the current error.
-func (d *Daemon) spoolWritten(err error) {
+// It reports whether err begins an outage.
+func (d *Daemon) spoolWritten(err error) (first bool) {
 	d.spoolMu.Lock()
 	was := d.spoolErr
 	d.spoolErr = err
@@ -346,10 +354,12 @@ func (d *Daemon) spoolWritten(err error) {
 	switch {
 	case err != nil && was == nil:
 		d.Warn(ReasonSpoolUnavailable, fmt.Errorf("spool write failed: commands are spoken, but a crash loses those waiting: %w", err))
+		return true
 	case err == nil && was != nil:
 		d.log.Info("spool writable again")
 		d.markState()
 	}
+	return false
 }
 
 // spoolStatus is the state's spool object; nil without a spool.

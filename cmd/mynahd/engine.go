@@ -56,10 +56,10 @@ type voiceSet struct {
 	// cpu is this CPU's class: auto takes an int8 variant only where its
 	// weight format is exact (bundle.GateRecord.UsableOn).
 	cpu cpuclass.Class
-	// keeper gives memory back after speech (memory.go); pageOutFailed
-	// is its note that the cache file's pages could not be paged out.
+	// keeper gives memory back after speech (memory.go); releaseFailed
+	// is its note that the cache file's pages could not be released.
 	keeper        *memoryKeeper
-	pageOutFailed bool
+	releaseFailed bool
 }
 
 var _ daemon.Engine = (*voiceSet)(nil)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -26,7 +25,8 @@ import (
 //   - after speech, once the engine is idle for memoryIdleRelease (and
 //     every memoryBusyRelease while it keeps speaking), calls
 //     malloc_trim(0) for the small blocks' free pages, returns the Go
-//     heap's free pages, and pages out the phrase cache file's mapping;
+//     heap's free pages, and drops the phrase cache file's mapped pages
+//     from RSS (cache.Store.ReleaseMapped);
 //   - caps the audio of one model run (audio/voice MaxRunAudio), which
 //     bounds the peak of a run whatever the text and rate.
 const (
@@ -39,10 +39,6 @@ const (
 	memoryBusyRelease = 2 * time.Second
 	memoryTick        = 250 * time.Millisecond
 )
-
-// errPageOutUnsupported means the kernel (or the build) cannot reclaim a
-// mapping's pages on request (MADV_PAGEOUT, Linux 5.4).
-var errPageOutUnsupported = errors.New("madvise MADV_PAGEOUT not supported")
 
 // memoryKeeper gives memory back to the kernel after speech: the engine
 // marks when synthesis starts and ends, the keeper's goroutine releases
@@ -129,9 +125,9 @@ func (vs *voiceSet) releaseMemory() {
 	var paged int64
 	if store := vs.store; store != nil {
 		var err error
-		paged, err = pageOutFile(store.Path())
-		if err != nil && !vs.pageOutFailed {
-			vs.pageOutFailed = true
+		paged, err = store.ReleaseMapped()
+		if err != nil && !vs.releaseFailed {
+			vs.releaseFailed = true
 			vs.log.Info("phrase cache pages stay mapped after speech", "err", err)
 		}
 	}

@@ -47,15 +47,6 @@ static int mynah_malloc_trim(void) {
 */
 import "C"
 
-import (
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
-
-	"golang.org/x/sys/unix"
-)
-
 // mallocTuning says which of mynah's C allocator settings are in effect
 // (the environment may have set its own).
 func mallocTuning() (arenaMax, mmapThreshold int, ok bool) {
@@ -74,49 +65,3 @@ func mallocTuning() (arenaMax, mmapThreshold int, ok bool) {
 // reports false where the C library has no malloc_trim (musl).
 func trimCHeap() bool { return C.mynah_malloc_trim() >= 0 }
 
-// pageOutFile asks the kernel to reclaim this process's mapped pages of
-// the file at path (madvise MADV_PAGEOUT on each of its mappings, found in
-// /proc/self/maps by device and inode) and returns the bytes of mapping
-// it covered. The phrase cache's bbolt file is mapped read-only, and
-// bbolt's writes copy neighbouring values through that map, so its pages
-// pile up in RSS as phrases are stored; they are clean (bbolt writes with
-// pwrite and fdatasync) and read back from the page cache or the disk
-// when needed. MADV_PAGEOUT never discards data: were a mapping replaced
-// between reading the list and the call (bbolt remaps as the file grows),
-// the worst it does to what lies there now is page it out. Kernels before
-// 5.4 refuse it; that is errPageOutUnsupported.
-func pageOutFile(path string) (int64, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return 0, fmt.Errorf("page out %s: %w", path, err)
-	}
-	maps, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		return 0, fmt.Errorf("page out %s: %w", path, err)
-	}
-	dev := fmt.Sprintf("%02x:%02x", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)))
-	ino := strconv.FormatUint(uint64(st.Ino), 10)
-	var covered int64
-	for _, line := range strings.Split(string(maps), "\n") {
-		// start-end perms offset dev inode path
-		f := strings.Fields(line)
-		if len(f) < 6 || f[3] != dev || f[4] != ino {
-			continue
-		}
-		lo, hi, ok := strings.Cut(f[0], "-")
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		if !ok || err1 != nil || err2 != nil || end <= start {
-			continue
-		}
-		_, _, errno := unix.Syscall(unix.SYS_MADVISE, uintptr(start), uintptr(end-start), unix.MADV_PAGEOUT)
-		switch {
-		case errno == unix.EINVAL:
-			return covered, fmt.Errorf("page out %s: %w", path, errPageOutUnsupported)
-		case errno != 0 && errno != unix.ENOMEM: // ENOMEM: unmapped meanwhile
-			return covered, fmt.Errorf("page out %s: madvise: %w", path, errno)
-		}
-		covered += int64(end - start)
-	}
-	return covered, nil
-}

@@ -8,6 +8,3 @@ func mallocTuning() (arenaMax, mmapThreshold int, ok bool) { return 0, 0, false 
 
 // trimCHeap has nothing to trim here.
 func trimCHeap() bool { return false }
-
-// pageOutFile cannot ask this system to reclaim mapped pages.
-func pageOutFile(path string) (int64, error) { return 0, errPageOutUnsupported }
