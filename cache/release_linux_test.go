@@ -59,3 +59,15 @@ func TestReleaseMapped(t *testing.T) {
 	}
 	mustHit(t, s, key("p7"), sealed(filler(8000, 7))) // the data comes back
 }
+
+func TestReleaseAfterCommit(t *testing.T) {
+	s := openTemp(t, &Options{ReleaseAfterCommit: true})
+	for i := range 200 {
+		mustPut(t, s, key(fmt.Sprint("p", i)), "v", sealed(filler(8000, byte(i))))
+	}
+	// Every commit read neighbours through the map and let them go again.
+	if rss := mappedRSS(t, s.Path()); rss > 256<<10 {
+		t.Errorf("the cache file's map holds %d bytes of RSS after 200 commits", rss)
+	}
+	mustHit(t, s, key("p199"), sealed(filler(8000, 199)))
+}

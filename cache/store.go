@@ -79,6 +79,13 @@ type Options struct {
 	// they were stored in.
 	SpeakerPrecision string
 
+	// ReleaseAfterCommit drops the file's mapped pages from the process's
+	// RSS after every commit (ReleaseMapped): a commit reads the values
+	// beside the ones it changes through bbolt's map, so a busy cache's
+	// pages pile up in RSS. They stay in the page cache; a later read
+	// maps them again. For a daemon on a small device.
+	ReleaseAfterCommit bool
+
 	// SnapshotDir is where a read-only Open of a locked file puts its copy.
 	// Default os.TempDir().
 	SnapshotDir string

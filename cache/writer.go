@@ -157,6 +157,12 @@ func (s *Store) commit(batch []*writeOp, flush bool) {
 	for i, op := range batch {
 		s.reply(op, errs[i])
 	}
+	if s.opts.ReleaseAfterCommit {
+		// A commit read the neighbours of what it changed through the map.
+		if _, err := s.ReleaseMapped(); err != nil {
+			s.log.Debug("mapped pages not released after a commit", "err", err)
+		}
+	}
 }
 
 func (s *Store) reply(op *writeOp, err error) {

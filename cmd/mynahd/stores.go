@@ -23,9 +23,10 @@ type stores struct {
 // maxSpoolEntries bounds the spool file: the queue and the answers
 // waiting for the broker. A flood that outruns the broker's
 // acknowledgements fills it (its requests are then spoken unspooled,
-// with one spool_unavailable warning); 16384 measured 10 MB more peak RSS
-// in the 5,000-say soak than 1024 (goroutines waiting on the writes, the
-// file's pages), which the memory budget cannot spare.
+// with one spool_unavailable warning, their answers kept in memory);
+// 16384 measured 5 MB more peak RSS in the 5,000-say soak than 1024
+// (107.5 against 102.3 MB: goroutines waiting on the writes), a margin
+// the 120 MB budget keeps for the CPUs not measured here.
 const maxSpoolEntries = cache.DefaultMaxSpoolEntries
 
 // openStores opens what cfg configures. A file that cannot be opened does
@@ -34,7 +35,8 @@ func openStores(cfg Config, log *slog.Logger) *stores {
 	st := &stores{log: log}
 	if cfg.Cache.File != "" {
 		st.cache, st.cacheErr = cache.Open(cfg.Cache.File, &cache.Options{MaxBytes: cfg.Cache.MaxBytes, TTL: cfg.Cache.TTL,
-			MaxSpeakers: cfg.Cache.MaxSpeakers, SpeakerPrecision: cfg.Cache.SpeakerPrecision, Logger: log.With("component", "cache")})
+			MaxSpeakers: cfg.Cache.MaxSpeakers, SpeakerPrecision: cfg.Cache.SpeakerPrecision, ReleaseAfterCommit: true,
+			Logger: log.With("component", "cache")})
 		if st.cacheErr != nil {
 			log.Warn("phrase cache unavailable, speaking uncached", "file", cfg.Cache.File, "err", st.cacheErr)
 		}
@@ -42,7 +44,7 @@ func openStores(cfg Config, log *slog.Logger) *stores {
 	if path := cfg.SpoolPath(); path != "" {
 		// The spool holds no audio: the phrase budget is its smallest.
 		st.spool, st.spoolErr = cache.Open(path, &cache.Options{MaxBytes: 1 << 20, MaxSpoolEntries: maxSpoolEntries,
-			Logger: log.With("component", "spool")})
+			ReleaseAfterCommit: true, Logger: log.With("component", "spool")})
 		if st.spoolErr != nil {
 			st.spoolErr = fmt.Errorf("open spool %s: %w", path, st.spoolErr)
 			log.Warn("spool unavailable: commands are spoken, but a crash loses those waiting", "file", path, "err", st.spoolErr)
