@@ -64,4 +64,3 @@ func mallocTuning() (arenaMax, mmapThreshold int, ok bool) {
 // (malloc_trim(0): every arena, not only the top of the main heap). It
 // reports false where the C library has no malloc_trim (musl).
 func trimCHeap() bool { return C.mynah_malloc_trim() >= 0 }
-
