@@ -49,8 +49,11 @@ func TestSessionCacheLoadEvictRSSLevels(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	// Allocator noise settles within the first cycles; the second half must
-	// not keep growing.
-	const slack = 8 << 20
+	// not keep growing. glibc's arenas (this test process has none of
+	// mynahd's malloc settings) grow 2–5 MB over the last 50 cycles, once
+	// 8.3 MB under -race; a leaked session would add its model and ORT's
+	// graph every cycle, over 50 MB in all.
+	const slack = 24 << 20
 	early, late := rss[cycles/2], rss[cycles-1]
 	t.Logf("RSS after cycle 1: %d KiB, %d: %d KiB, %d: %d KiB", rss[0]>>10, cycles/2, early>>10, cycles, late>>10)
 	if emu := os.Getenv("MYNAH_EMULATED"); emu != "" {
