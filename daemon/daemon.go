@@ -400,7 +400,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.replay()
 	}
 	var err error
-	if err = d.opts.Transport.Subscribe(d.topics.filters(), d.handle); err != nil {
+	if err = d.opts.Transport.Subscribe(d.topics.filters(), d.handle, d.Connected); err != nil {
 		err = fmt.Errorf("subscribe: %w", err)
 	} else {
 		d.log.Info("daemon running", "topics", d.topics.base+"/#", "queue", d.opts.QueueSize)

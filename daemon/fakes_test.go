@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,10 +17,34 @@ import (
 type fakeTransport struct {
 	SubscribeFunc func(filters []string, handle func(Message)) error
 	PublishFunc   func(ctx context.Context, topic string, payload []byte, retained bool) error
+
+	mu        sync.Mutex
+	connected []func() // what Subscribe registered; reconnect calls them
 }
 
-func (f *fakeTransport) Subscribe(filters []string, handle func(Message)) error {
-	return f.SubscribeFunc(filters, handle)
+var _ Transport = (*fakeTransport)(nil)
+
+func (f *fakeTransport) Subscribe(filters []string, handle func(Message), connected func()) error {
+	if err := f.SubscribeFunc(filters, handle); err != nil {
+		return err
+	}
+	if connected != nil {
+		f.mu.Lock()
+		f.connected = append(f.connected, connected)
+		f.mu.Unlock()
+	}
+	return nil
+}
+
+// reconnect does what the real transport does after a reconnect, once
+// the subscriptions are renewed: it calls every connected callback.
+func (f *fakeTransport) reconnect() {
+	f.mu.Lock()
+	cbs := slices.Clone(f.connected)
+	f.mu.Unlock()
+	for _, cb := range cbs {
+		cb()
+	}
 }
 
 func (f *fakeTransport) Publish(ctx context.Context, topic string, payload []byte, retained bool) error {

@@ -37,8 +37,13 @@ type Message struct {
 type Transport interface {
 	// Subscribe subscribes to filters at QoS 1. handle is called for every
 	// message on the client's goroutine: it must return quickly and never
-	// publish synchronously.
-	Subscribe(filters []string, handle func(Message)) error
+	// publish synchronously. connected, if not nil, is called after every
+	// later (re)connect, once these filters are subscribed again, so the
+	// subscriber can re-announce itself (a broker that lost its state lost
+	// the retained discovery too) and retry what waited for the broker; it
+	// may publish, but should return soon. A connection already up when
+	// Subscribe is called is not reported.
+	Subscribe(filters []string, handle func(Message), connected func()) error
 	// Publish sends at QoS 1 and returns nil once the broker has
 	// acknowledged the message; it waits at most until ctx ends. An error
 	// that wraps ErrNotSent says the message certainly did not leave (the

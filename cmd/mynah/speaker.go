@@ -105,7 +105,7 @@ func (b *brokerFlags) request(ctx context.Context, command, id string, payload [
 			default:
 			}
 		}
-	})
+	}, nil)
 	if err != nil {
 		return daemon.Event{}, err
 	}
@@ -237,7 +237,7 @@ func runSpeakers(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		case lists <- m.Payload:
 		default:
 		}
-	}); err != nil {
+	}, nil); err != nil {
 		return err
 	}
 	var infos []daemon.SpeakerInfo

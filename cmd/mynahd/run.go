@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/mynah-tts/mynah/audio"
@@ -74,14 +73,10 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		log.Info("embedded MQTT broker started", "addr", b.Addr())
 	}
 
-	// The client calls OnConnect on every (re)connect; the daemon exists
-	// only after the client does, so the hook finds it through a pointer.
-	var dp atomic.Pointer[daemon.Daemon]
-	client, err := connectMQTT(ctx, cfg, brokerURL, false, func() {
-		if d := dp.Load(); d != nil {
-			d.Connected()
-		}
-	}, log)
+	// The daemon registers for reconnects when Run subscribes: the
+	// client then re-announces it (discovery, state) and lets its outbox
+	// retry after every reconnect.
+	client, err := connectMQTT(ctx, cfg, brokerURL, false, log)
 	if err != nil {
 		return err
 	}
@@ -119,8 +114,6 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		return err
 	}
 	st.report(d, cfg)
-	dp.Store(d)
-	d.Connected() // the first connect happened before the daemon existed
 
 	if err := notify.Ready(); err != nil {
 		log.Warn("sd_notify READY", "err", err)
@@ -223,7 +216,7 @@ func openOutput(spec string, c AudioConfig, rate int, log *slog.Logger) (sink, e
 // connectMQTT connects as the daemon, or with tool set as a short-lived
 // tool: its own client id (taking the daemon's would cut the running daemon
 // off and take over its queued commands) and no status announcements.
-func connectMQTT(ctx context.Context, cfg Config, broker string, tool bool, onConnect func(), log *slog.Logger) (*mqtt.Client, error) {
+func connectMQTT(ctx context.Context, cfg Config, broker string, tool bool, log *slog.Logger) (*mqtt.Client, error) {
 	password, err := cfg.MQTTPassword()
 	if err != nil {
 		return nil, err
@@ -247,7 +240,6 @@ func connectMQTT(ctx context.Context, cfg Config, broker string, tool bool, onCo
 		StatusTopic:        status,
 		NoStatus:           tool,
 		ManualAck:          !tool, // say commands are acknowledged once spooled
-		OnConnect:          onConnect,
 		Logger:             log.With("component", "mqtt"),
 	})
 	if err != nil {
@@ -261,7 +253,7 @@ func runUnregister(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.MQTT.Broker == "" {
 		return errors.New("-unregister needs mqtt.broker: the embedded broker keeps nothing after mynahd stops")
 	}
-	client, err := connectMQTT(ctx, cfg, cfg.MQTT.Broker, true, nil, log)
+	client, err := connectMQTT(ctx, cfg, cfg.MQTT.Broker, true, log)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ func benchRoundTrip(b *testing.B, url string) {
 	topic := "mynah/" + node + "/say"
 	recvAt := make(chan time.Time, 1)
 	rx := connectClient(b, url, node, nil)
-	if err := rx.Subscribe([]string{topic}, func(daemon.Message) { recvAt <- time.Now() }); err != nil {
+	if err := rx.Subscribe([]string{topic}, func(daemon.Message) { recvAt <- time.Now() }, nil); err != nil {
 		b.Fatal(err)
 	}
 	rx.waitConnected(b)

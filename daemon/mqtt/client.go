@@ -101,8 +101,9 @@ type Client struct {
 }
 
 type subscription struct {
-	filters []string
-	handle  func(daemon.Message)
+	filters   []string
+	handle    func(daemon.Message)
+	connected func() // nil: the subscriber does not care about reconnects
 }
 
 // Connect connects to opts.Broker and returns once the first connection
@@ -197,7 +198,14 @@ func (c *Client) Connected() bool { return c.pc.IsConnectionOpen() }
 // The filters are renewed at the broker after every reconnect. If the
 // connection is down when Subscribe is called, the subscription is made
 // when it comes back and Subscribe returns nil.
-func (c *Client) Subscribe(filters []string, handle func(daemon.Message)) error {
+//
+// connected, if not nil, is called after every connect that comes later
+// than this call, once the subscriptions are renewed and "online" is
+// published, before Options.OnConnect. It runs on the connect goroutine,
+// so it may publish; Close waits for it. A connection that is up when
+// Subscribe is called need not be reported (the subscriber knows it is
+// up), though one that came up just before the call may be.
+func (c *Client) Subscribe(filters []string, handle func(daemon.Message), connected func()) error {
 	if handle == nil {
 		return errors.New("subscribe: nil handler")
 	}
@@ -209,7 +217,7 @@ func (c *Client) Subscribe(filters []string, handle func(daemon.Message)) error 
 			return fmt.Errorf("subscribe: %w", err)
 		}
 	}
-	sub := &subscription{filters: append([]string(nil), filters...), handle: handle}
+	sub := &subscription{filters: append([]string(nil), filters...), handle: handle, connected: connected}
 
 	c.dispatchMu.Lock()
 	c.mu.Lock()
@@ -413,7 +421,7 @@ func (c *Client) wait(ctx context.Context, timeout <-chan time.Time, tok paho.To
 }
 
 // Close publishes "offline" on the status topic, disconnects and waits for
-// the OnConnect callback if one is running. It returns the first error;
+// the connected and OnConnect callbacks if they are running. It returns the first error;
 // the connection is closed in any case. Closing twice is a no-op.
 func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
@@ -520,7 +528,7 @@ func (c *Client) hold(m daemon.Message) {
 
 // onConnect runs on its own goroutine (paho starts it) after every
 // successful connect: renew subscriptions, announce "online", then call
-// the user's OnConnect.
+// the subscribers' connected callbacks and the user's OnConnect.
 func (c *Client) onConnect(paho.Client) {
 	c.mu.Lock()
 	if c.closed {
@@ -532,7 +540,11 @@ func (c *Client) onConnect(paho.Client) {
 	c.attempting, c.renewed = false, nil
 	seen := make(map[string]bool)
 	var filters []string
+	var connected []func()
 	for _, s := range c.subs {
+		if s.connected != nil {
+			connected = append(connected, s.connected)
+		}
 		for _, f := range s.filters {
 			if !seen[f] {
 				seen[f] = true
@@ -559,6 +571,12 @@ func (c *Client) onConnect(paho.Client) {
 	}
 	if len(filters) > 0 {
 		c.publishOnline(log)
+	}
+	for _, fn := range connected {
+		if c.ctx.Err() != nil {
+			return
+		}
+		fn()
 	}
 	if c.s.onConnect != nil && c.ctx.Err() == nil {
 		c.s.onConnect()

@@ -191,7 +191,7 @@ func TestBrokerKillRestart(t *testing.T) {
 	status := mqtttest.Subscribe(t, m.URL(), "mynah/"+node+"/status")
 	tc := connectClient(t, m.URL(), node, nil)
 	cnt := newCounter()
-	if err := tc.Subscribe([]string{"mynah/" + node + "/say"}, cnt.handle); err != nil {
+	if err := tc.Subscribe([]string{"mynah/" + node + "/say"}, cnt.handle, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitPayload(t, status, mqtt.StatusOnline, nil)
@@ -221,7 +221,8 @@ func TestBrokerKillRestart(t *testing.T) {
 
 // TestBrokerStopRestartOffline: with mynahd still connected, the broker
 // stops cleanly and restarts; commands published while the client has
-// not reconnected yet wait in its persistent session.
+// not reconnected yet wait in its persistent session, and the
+// subscriber's connected callback tells it about the reconnect.
 func TestBrokerStopRestartQueued(t *testing.T) {
 	t.Parallel()
 	m := mqtttest.StartMosquitto(t)
@@ -229,10 +230,14 @@ func TestBrokerStopRestartQueued(t *testing.T) {
 	node := uniq()
 	tc := connectClient(t, p.url(), node, nil)
 	cnt := newCounter()
-	if err := tc.Subscribe([]string{"mynah/" + node + "/say"}, cnt.handle); err != nil {
+	reconnected := make(chan struct{}, 10)
+	if err := tc.Subscribe([]string{"mynah/" + node + "/say"}, cnt.handle, func() { reconnected <- struct{}{} }); err != nil {
 		t.Fatal(err)
 	}
 	tc.waitConnected(t)
+	for len(reconnected) > 0 {
+		<-reconnected // the first connect, if Subscribe came while it was set up
+	}
 
 	p.refuse.Store(true) // keep the client away until the queue is filled
 	m.Stop()
@@ -244,6 +249,10 @@ func TestBrokerStopRestartQueued(t *testing.T) {
 	p.refuse.Store(false)
 	cnt.waitAll(t, want)
 	tc.waitConnected(t)
+	// The subscriber's connected callback ran once, before OnConnect.
+	if n := len(reconnected); n != 1 {
+		t.Errorf("connected callback ran %d times after one reconnect, want 1", n)
+	}
 	cnt.checkOnce(t, want)
 	cnt.mu.Lock()
 	if got := strings.Join(cnt.order, ","); got != strings.Join(want, ",") {
@@ -263,7 +272,7 @@ func TestQueuedWhileDisconnected(t *testing.T) {
 	status := mqtttest.Subscribe(t, m.URL(), "mynah/"+node+"/status")
 	tc := connectClient(t, p.url(), node, nil)
 	cnt := newCounter()
-	if err := tc.Subscribe([]string{"mynah/" + node + "/say"}, cnt.handle); err != nil {
+	if err := tc.Subscribe([]string{"mynah/" + node + "/say"}, cnt.handle, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitPayload(t, status, mqtt.StatusOnline, nil)
@@ -325,7 +334,7 @@ func TestSessionBacklogBeforeSubscribe(t *testing.T) {
 	// Subscribe. "online" now comes only after that first Subscribe.
 	second.waitConnected(t)
 	cnt := newCounter()
-	if err := second.Subscribe([]string{"mynah/" + node + "/say"}, cnt.handle); err != nil {
+	if err := second.Subscribe([]string{"mynah/" + node + "/say"}, cnt.handle, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitPayload(t, status, mqtt.StatusOnline, live)

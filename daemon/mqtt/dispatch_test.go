@@ -44,7 +44,7 @@ func offlineClient(t *testing.T) *Client {
 func collect(t *testing.T, c *Client, filters ...string) *[]daemon.Message {
 	t.Helper()
 	var got []daemon.Message
-	if err := c.Subscribe(filters, func(m daemon.Message) { got = append(got, m) }); err != nil {
+	if err := c.Subscribe(filters, func(m daemon.Message) { got = append(got, m) }, nil); err != nil {
 		t.Fatal(err)
 	}
 	return &got

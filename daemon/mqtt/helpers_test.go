@@ -112,7 +112,7 @@ func (tc *testClient) subscribe(t testing.TB, filters ...string) <-chan daemon.M
 		default:
 			t.Errorf("handler channel full")
 		}
-	})
+	}, nil)
 	if err != nil {
 		t.Fatalf("subscribe %q: %v", filters, err)
 	}

@@ -97,10 +97,11 @@ type Options struct {
 	NoStatus bool
 
 	// OnConnect, if set, runs after every successful connect and
-	// reconnect, after the subscriptions were renewed and "online" was
-	// published. It runs on its own goroutine, so it may publish (e.g.
-	// Home Assistant discovery) but should return within PublishTimeout
-	// or so; Close waits for it.
+	// reconnect, after the subscriptions were renewed, "online" was
+	// published and the connected callbacks given to Subscribe have run
+	// (a subscriber such as the daemon registers there, so it needs no
+	// hook here). It runs on its own goroutine, so it may publish but
+	// should return within PublishTimeout or so; Close waits for it.
 	OnConnect func()
 
 	// ManualAck makes handlers acknowledge: every daemon.Message carries

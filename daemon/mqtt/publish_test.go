@@ -121,11 +121,11 @@ func TestSubscribeValidation(t *testing.T) {
 		{"mynah/x+/say"},
 		{"mynah/ok", "bad/#/x"},
 	} {
-		if err := tc.Subscribe(filters, nop); !errors.Is(err, mqtt.ErrInvalidTopic) {
+		if err := tc.Subscribe(filters, nop, nil); !errors.Is(err, mqtt.ErrInvalidTopic) {
 			t.Errorf("Subscribe(%q) = %v, want ErrInvalidTopic", filters, err)
 		}
 	}
-	if err := tc.Subscribe([]string{"mynah/x"}, nil); err == nil {
+	if err := tc.Subscribe([]string{"mynah/x"}, nil, nil); err == nil {
 		t.Error("Subscribe with nil handler succeeded")
 	}
 }
@@ -155,7 +155,7 @@ func TestCloseOffline(t *testing.T) {
 	if err := tc.Publish(context.Background(), "mynah/x/event", nil, false); !errors.Is(err, mqtt.ErrClosed) {
 		t.Errorf("Publish after Close: %v, want ErrClosed", err)
 	}
-	if err := tc.Subscribe([]string{"mynah/x"}, func(daemon.Message) {}); !errors.Is(err, mqtt.ErrClosed) {
+	if err := tc.Subscribe([]string{"mynah/x"}, func(daemon.Message) {}, nil); !errors.Is(err, mqtt.ErrClosed) {
 		t.Errorf("Subscribe after Close: %v, want ErrClosed", err)
 	}
 }
