@@ -4,7 +4,7 @@
 // cache (sentence-granular, keyed by PhraseKey, bounded by bytes with LRU
 // eviction, a TTL and pins), the queue spool (accepted MQTT requests,
 // durable before they are acknowledged) and the speakers (embeddings for
-// voice cloning, stored as fp16 or int8 through package quant/embed with
+// voice cloning, stored as fp16 or int8 through package quant/vecpack with
 // their encoder's digest, the most recent Options.MaxSpeakers kept, all of
 // them decoded in memory). A broken file never stops speech: Open moves a
 // corrupt file aside and starts a fresh one, and failed writes are

@@ -10,7 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/mynah-tts/mynah/quant/embed"
+	"github.com/mynah-tts/mynah/quant/vecpack"
 )
 
 // Limits of a speaker record. PutSpeaker refuses larger values with an
@@ -142,7 +142,7 @@ type SpeakerInfo struct {
 	PromptIDs     int    // prompt length
 	Bytes         int    // size of the stored record
 	// Cosine and RelativeL2 compare the stored embedding with the one
-	// PutSpeaker was given (embed.Cosine, embed.RelativeL2).
+	// PutSpeaker was given (vecpack.Cosine, vecpack.RelativeL2).
 	Cosine, RelativeL2 float64
 }
 
@@ -250,20 +250,20 @@ func (s *Store) newSpeakerRecord(sp Speaker) (speakerRecord, []float32, error) {
 	}
 	rec := speakerRecord{digest: sp.EncoderDigest, prompt: slices.Clone(sp.Prompt)}
 	if s.opts.SpeakerPrecision == PrecisionInt8 {
-		rec.precision, rec.embedding = precisionCodeInt8, embed.EncodeInt8(sp.Embedding)
+		rec.precision, rec.embedding = precisionCodeInt8, vecpack.EncodeInt8(sp.Embedding)
 	} else {
-		if !embed.FitsFP16(sp.Embedding) {
+		if !vecpack.FitsFP16(sp.Embedding) {
 			return speakerRecord{}, nil, fmt.Errorf("%w: speaker %s: embedding values beyond fp16's ±%d; normalize it or set Options.SpeakerPrecision to int8",
-				ErrInvalid, ref, embed.MaxHalf)
+				ErrInvalid, ref, vecpack.MaxHalf)
 		}
-		rec.precision, rec.embedding = precisionCodeFP16, embed.EncodeFP16(sp.Embedding)
+		rec.precision, rec.embedding = precisionCodeFP16, vecpack.EncodeFP16(sp.Embedding)
 	}
 	stored, err := rec.decodeEmbedding()
 	if err != nil { // our own encoding: cannot happen
 		return speakerRecord{}, nil, fmt.Errorf("speaker %s: %w", ref, err)
 	}
-	rec.cosine = embed.Cosine(sp.Embedding, stored)
-	rec.relL2 = embed.RelativeL2(sp.Embedding, stored)
+	rec.cosine = vecpack.Cosine(sp.Embedding, stored)
+	rec.relL2 = vecpack.RelativeL2(sp.Embedding, stored)
 	if math.IsNaN(rec.cosine) { // every value vanished below fp16's smallest subnormal
 		return speakerRecord{}, nil, fmt.Errorf("%w: speaker %s: embedding values too small to store in %s; normalize it",
 			ErrInvalid, ref, s.opts.SpeakerPrecision)

@@ -19,7 +19,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/mynah-tts/mynah/quant/embed"
+	"github.com/mynah-tts/mynah/quant/vecpack"
 )
 
 // withCRC appends the CRC a speaker record stored under key ends with.
@@ -236,7 +236,7 @@ func TestSpeakersConcurrent(t *testing.T) {
 	}
 	verify := func(sp Speaker) error {
 		want := speaker(sp.Owner, sp.Name, int(sp.Prompt[0]))
-		if !slices.Equal(sp.Prompt, want.Prompt) || embed.Cosine(sp.Embedding, want.Embedding) < 0.9995 {
+		if !slices.Equal(sp.Prompt, want.Prompt) || vecpack.Cosine(sp.Embedding, want.Embedding) < 0.9995 {
 			return fmt.Errorf("%s/%s version %d is not what was put", sp.Owner, sp.Name, sp.Prompt[0])
 		}
 		return nil

@@ -8,7 +8,7 @@ import (
 	"hash/crc32"
 	"math"
 
-	"github.com/mynah-tts/mynah/quant/embed"
+	"github.com/mynah-tts/mynah/quant/vecpack"
 )
 
 // speakerRecord is a speaker as stored in the speakers bucket under the
@@ -18,7 +18,7 @@ import (
 //	[2:10] created ns  [10:18] last use ns  (big-endian)
 //	[18:26] cosine  [26:34] relative L2  (float64 bits, big-endian)
 //	[34] digest length d  [35:35+d] encoder digest
-//	uvarint dims, then the embedding (embed.EncodeFP16 or embed.EncodeInt8)
+//	uvarint dims, then the embedding (vecpack.EncodeFP16 or vecpack.EncodeInt8)
 //	uvarint prompt length, then each id as a (zigzag) varint
 //	last 4 bytes: CRC-32C of key || everything before it, big-endian
 //
@@ -54,16 +54,16 @@ func (r speakerRecord) precisionName() string {
 
 func (r speakerRecord) dims() int {
 	if r.precision == precisionCodeInt8 {
-		return len(r.embedding) - embed.Int8Len(0)
+		return len(r.embedding) - vecpack.Int8Len(0)
 	}
 	return len(r.embedding) / 2
 }
 
 func (r speakerRecord) decodeEmbedding() ([]float32, error) {
 	if r.precision == precisionCodeInt8 {
-		return embed.DecodeInt8(r.embedding)
+		return vecpack.DecodeInt8(r.embedding)
 	}
-	return embed.DecodeFP16(r.embedding)
+	return vecpack.DecodeFP16(r.embedding)
 }
 
 // append appends the record stored under key to b.
@@ -125,9 +125,9 @@ func decodeSpeakerRecord(key, v []byte) (speakerRecord, []float32, error) {
 		return r, nil, fmt.Errorf("speaker record embedding length malformed or outside 1 to %d", MaxEmbeddingDims)
 	}
 	rest = rest[n:]
-	size := embed.FP16Len(int(dims))
+	size := vecpack.FP16Len(int(dims))
 	if r.precision == precisionCodeInt8 {
-		size = embed.Int8Len(int(dims))
+		size = vecpack.Int8Len(int(dims))
 	}
 	if size > len(rest) {
 		return r, nil, fmt.Errorf("speaker record embedding of %d bytes in %d", size, len(rest))

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mynah-tts/mynah/quant/embed"
+	"github.com/mynah-tts/mynah/quant/vecpack"
 )
 
 const testEncoder = "3f1c0d5e9a7b2c4d6e8f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d"
@@ -94,7 +94,7 @@ func TestSpeakerPrecision(t *testing.T) {
 					sp := Speaker{Name: fmt.Sprint("s", i), Embedding: unitVector(rng, dim), EncoderDigest: testEncoder}
 					mustPutSpeaker(t, s, sp)
 					got := mustGetSpeaker(t, s, "", sp.Name)
-					cos, rel := embed.Cosine(sp.Embedding, got.Embedding), embed.RelativeL2(sp.Embedding, got.Embedding)
+					cos, rel := vecpack.Cosine(sp.Embedding, got.Embedding), vecpack.RelativeL2(sp.Embedding, got.Embedding)
 					if cos < c.minCos {
 						t.Errorf("%s: cosine %.7f below %v", sp.Name, cos, c.minCos)
 					}
@@ -163,7 +163,7 @@ func TestSpeakerOwners(t *testing.T) {
 		got := mustGetSpeaker(t, s, owner, "mum")
 		want := testSpeaker(owner, "mum", 0)
 		if got.Owner != owner || got.Name != "mum" || !slices.Equal(got.Prompt, want.Prompt) ||
-			embed.Cosine(got.Embedding, want.Embedding) < 0.9995 {
+			vecpack.Cosine(got.Embedding, want.Embedding) < 0.9995 {
 			t.Errorf("owner %q got another owner's speaker", owner)
 		}
 	}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/quant/cpuclass"
-	"github.com/mynah-tts/mynah/quant/embed"
 	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/ort"
+	"github.com/mynah-tts/mynah/quant/vecpack"
 )
 
 // benchModes are the variants every benchmark model is measured in.
@@ -168,7 +168,7 @@ func BenchmarkInt8Formats(b *testing.B) {
 				fp32NS = ns
 				return
 			}
-			b.ReportMetric(1-embed.Cosine(got, want), "1-cosine")
+			b.ReportMetric(1-vecpack.Cosine(got, want), "1-cosine")
 			exact := 0.0
 			if f.ExactOn(host) {
 				exact = 1

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/mynah-tts/mynah/audio/voice/demo"
-	"github.com/mynah-tts/mynah/quant/embed"
 	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/onnx/onnxpb"
+	"github.com/mynah-tts/mynah/quant/vecpack"
 )
 
 // Test models built with quant/onnx's graph builder, and the Go
@@ -184,7 +184,7 @@ func dequantized(t testing.TB, m *onnx.Model, name string, k, n, blockSize int) 
 		raw := h.GetRawData()
 		w := make([]float32, len(raw)/2)
 		for i := range w {
-			w[i] = embed.HalfToFloat32(uint16(raw[2*i]) | uint16(raw[2*i+1])<<8)
+			w[i] = vecpack.HalfToFloat32(uint16(raw[2*i]) | uint16(raw[2*i+1])<<8)
 		}
 		return w
 	}

@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	"github.com/mynah-tts/mynah/quant/cpuclass"
-	"github.com/mynah-tts/mynah/quant/embed"
 	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/onnx/onnxpb"
 	"github.com/mynah-tts/mynah/quant/ort"
+	"github.com/mynah-tts/mynah/quant/vecpack"
 )
 
 // These tests run the rewritten graphs in the real ONNX Runtime and
@@ -594,7 +594,7 @@ func TestDemoDecoderRunsInORT(t *testing.T) {
 			if want[i].Type != ort.Float32 || len(want[i].Float32) == 0 {
 				continue
 			}
-			cos := embed.Cosine(got[i].Float32, want[i].Float32)
+			cos := vecpack.Cosine(got[i].Float32, want[i].Float32)
 			worst = min(worst, cos)
 			if cos < c.minCosine || math.IsNaN(cos) {
 				t.Errorf("%s: output %s has cosine %.6f with the original's, want ≥ %v", c.opts.Mode, want[i].Name, cos, c.minCosine)

@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mynah-tts/mynah/quant/embed"
 	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/onnx/onnxpb"
+	"github.com/mynah-tts/mynah/quant/vecpack"
 )
 
 // maxFP16 is the largest finite float16; a weight beyond it stays float32.
@@ -61,7 +61,7 @@ func (rw *rewriter) storeFP16(s *scope) error {
 				over = true
 				break
 			}
-			h := embed.Float32ToHalf(x)
+			h := vecpack.Float32ToHalf(x)
 			raw[2*i], raw[2*i+1] = byte(h), byte(h>>8)
 		}
 		first := rw.firstUse(t)

@@ -26,8 +26,8 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/audio/voice/internal/acoustic"
-	"github.com/mynah-tts/mynah/quant/embed"
 	"github.com/mynah-tts/mynah/quant/ort"
+	"github.com/mynah-tts/mynah/quant/vecpack"
 )
 
 var cloneKits sync.Map // fmt of *demo.CloningOptions → *builtKit
@@ -293,7 +293,7 @@ func TestEnrollTellsSpeakersApart(t *testing.T) {
 	emb := make(map[string][2]voice.Embedding)
 	for _, s := range speakers {
 		emb[s] = [2]voice.Embedding{enroll(t, p, referenceClip(t, s, refA)), enroll(t, p, referenceClip(t, s, refB))}
-		c := embed.Cosine(emb[s][0].Vector, emb[s][1].Vector)
+		c := vecpack.Cosine(emb[s][0].Vector, emb[s][1].Vector)
 		t.Logf("%s, two sentences: cosine %.3f", s, c)
 		if c <= sameSpeakerCosine {
 			t.Errorf("%s: two clips have cosine %.3f, want > %.2f", s, c, sameSpeakerCosine)
@@ -306,13 +306,13 @@ func TestEnrollTellsSpeakersApart(t *testing.T) {
 		for _, b := range speakers[:i] {
 			for _, x := range emb[a] {
 				for _, y := range emb[b] {
-					if c := embed.Cosine(x.Vector, y.Vector); c >= otherSpeakerCosine {
+					if c := vecpack.Cosine(x.Vector, y.Vector); c >= otherSpeakerCosine {
 						t.Errorf("%s and %s: cosine %.3f, want < %.2f", a, b, c, otherSpeakerCosine)
 					}
 				}
 			}
 		}
-		t.Logf("%s vs heron: cosine %.3f", a, embed.Cosine(emb[a][0].Vector, emb["heron"][0].Vector))
+		t.Logf("%s vs heron: cosine %.3f", a, vecpack.Cosine(emb[a][0].Vector, emb["heron"][0].Vector))
 	}
 	// The same recording gives the same speaker, bit for bit.
 	again := enroll(t, p, referenceClip(t, "heron", refA))
@@ -330,13 +330,13 @@ func TestEnrollMixesDownAndResamples(t *testing.T) {
 		stereo.Samples[2*i], stereo.Samples[2*i+1] = s, s
 	}
 	if e := enroll(t, p, stereo); e.Digest() != ref.Digest() {
-		t.Errorf("the same voice on two channels enrolls differently (cosine %.4f)", embed.Cosine(e.Vector, ref.Vector))
+		t.Errorf("the same voice on two channels enrolls differently (cosine %.4f)", vecpack.Cosine(e.Vector, ref.Vector))
 	}
 	at48k, err := audio.Resample(mono, 48000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := embed.Cosine(enroll(t, p, at48k).Vector, ref.Vector); c < 0.99 {
+	if c := vecpack.Cosine(enroll(t, p, at48k).Vector, ref.Vector); c < 0.99 {
 		t.Errorf("the recording at 48 kHz: cosine %.4f with 22.05 kHz, want ≥ 0.99", c)
 	}
 }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/quant/benchmodel"
-	"github.com/mynah-tts/mynah/quant/embed"
 	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/ort"
+	"github.com/mynah-tts/mynah/quant/vecpack"
 )
 
 var shared struct {
@@ -141,7 +141,7 @@ func layerWeights(_ string, dims []int64, readers map[string]bool) bool {
 func fp16Round(_ []int64, v []float32) []float32 {
 	out := make([]float32, len(v))
 	for i, x := range v {
-		out[i] = embed.HalfToFloat32(embed.Float32ToHalf(x))
+		out[i] = vecpack.HalfToFloat32(vecpack.Float32ToHalf(x))
 	}
 	return out
 }

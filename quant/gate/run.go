@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mynah-tts/mynah/quant/embed"
 	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/ort"
+	"github.com/mynah-tts/mynah/quant/vecpack"
 )
 
 // record is what one run (a sentence, a decoder step, an input set) of a
@@ -271,7 +271,7 @@ func floatsOf(t ort.Tensor) []float32 {
 	case ort.Float16:
 		out := make([]float32, len(t.Float16))
 		for i, h := range t.Float16 {
-			out[i] = embed.HalfToFloat32(h)
+			out[i] = vecpack.HalfToFloat32(h)
 		}
 		return out
 	}

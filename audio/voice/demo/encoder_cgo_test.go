@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mynah-tts/mynah/quant/embed"
+	"github.com/mynah-tts/mynah/quant/vecpack"
 )
 
 // Cosine bounds the issue sets for the encoder on the demo speakers.
@@ -34,7 +34,7 @@ func TestEncoderTellsSpeakersApart(t *testing.T) {
 	for i, s := range sp {
 		for a := range sentences {
 			for b := range a {
-				c := embed.Cosine(emb[i][a], emb[i][b])
+				c := vecpack.Cosine(emb[i][a], emb[i][b])
 				t.Logf("%s, sentences %d and %d: cosine %.3f", s.Name, b, a, c)
 				if c <= sameVoiceCosine {
 					t.Errorf("%s, sentences %d and %d: cosine %.3f, want > %.2f", s.Name, b, a, c, sameVoiceCosine)
@@ -47,7 +47,7 @@ func TestEncoderTellsSpeakersApart(t *testing.T) {
 			worst := -1.0
 			for a := range sentences {
 				for b := range sentences {
-					worst = max(worst, embed.Cosine(emb[i][a], emb[j][b]))
+					worst = max(worst, vecpack.Cosine(emb[i][a], emb[j][b]))
 				}
 			}
 			t.Logf("%s and %s: highest cosine over all sentence pairs %.3f", sp[j].Name, sp[i].Name, worst)
@@ -102,7 +102,7 @@ func TestEncoderInvariances(t *testing.T) {
 		{"noise at -54 dBFS", noisy, 0.97},
 	} {
 		e, _ := k.embed(t, tt.clip)
-		c := embed.Cosine(ref, e)
+		c := vecpack.Cosine(ref, e)
 		t.Logf("%s: cosine %.4f", tt.name, c)
 		if c < tt.min {
 			t.Errorf("%s: cosine %.4f with the clip, want ≥ %v", tt.name, c, tt.min)

@@ -4,7 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/mynah-tts/mynah/quant/embed"
+	"github.com/mynah-tts/mynah/quant/vecpack"
 )
 
 // Columns of the per-symbol parameter table the model gathers by phoneme id.
@@ -95,7 +95,7 @@ func paramTable() []float32 {
 
 // exact returns the float16 value nearest x, as a float32: stored as
 // fp16, it comes back unchanged.
-func exact(x float64) float32 { return embed.HalfToFloat32(embed.Float32ToHalf(float32(x))) }
+func exact(x float64) float32 { return vecpack.HalfToFloat32(vecpack.Float32ToHalf(float32(x))) }
 
 // noiseLevel puts the unit-RMS noise bands on the scale of the formant
 // gains, so that a fricative sits some 10 dB under an open vowel.

@@ -1,5 +1,8 @@
-// Package embed stores embedding vectors (speaker embeddings, style
-// vectors) compactly and measures what the compression cost.
+// Package vecpack packs float32 vectors (speaker embeddings, style
+// vectors) compactly and measures what the compression cost. It was
+// package embed; it is named for what it does, packing vectors, so that
+// it no longer shadows the standard library's embed in the files that
+// use it.
 //
 // Two encodings, both little-endian and self-contained:
 //
@@ -17,7 +20,7 @@
 // 6e-5) with a relative L2 error of 7e-3. int8 degrades when one value is
 // much larger than the rest, because the scale follows the largest.
 // TestQuality checks the bounds and BenchmarkQuality reports the figures.
-package embed
+package vecpack
 
 import (
 	"encoding/binary"
