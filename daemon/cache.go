@@ -7,10 +7,6 @@ import (
 	"strings"
 )
 
-// ErrInvalidScope is what PhraseCache.Purge wraps for a scope it does not
-// understand; the daemon reports it as reason bad_scope.
-var ErrInvalidScope = errors.New("invalid purge scope")
-
 // maxScopeBytes bounds a cache/purge payload.
 const maxScopeBytes = 300
 

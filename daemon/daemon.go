@@ -13,20 +13,6 @@ import (
 	"time"
 )
 
-// Errors of this package besides DecodeError (see ErrInvalidRequest).
-var (
-	// ErrUnknownVoice is what an Engine should wrap when Speech.Voice names
-	// no voice it has; the daemon reports it as reason unknown_voice.
-	ErrUnknownVoice = errors.New("unknown voice")
-	// ErrNothingToSay is what an Engine should wrap when the text holds
-	// nothing its front end can speak (markup alone, say); the daemon
-	// reports it as reason empty, not as a synthesis failure.
-	ErrNothingToSay = errors.New("nothing to say")
-	// ErrInvalidOptions is wrapped by New's errors; the message names the
-	// Options field.
-	ErrInvalidOptions = errors.New("invalid daemon options")
-)
-
 // Defaults for Options fields left zero.
 const (
 	DefaultNode            = "mynah"

@@ -11,7 +11,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/mynah-tts/mynah/audio"
@@ -52,10 +51,6 @@ type Transport interface {
 	// redelivered.
 	Publish(ctx context.Context, topic string, payload []byte, retained bool) error
 }
-
-// ErrNotSent is what a Transport wraps when a publish certainly did not
-// reach the broker.
-var ErrNotSent = errors.New("not sent")
 
 // Speech is what the daemon asks an engine to say.
 type Speech struct {

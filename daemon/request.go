@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -177,9 +176,6 @@ const (
 	ReasonCacheUnavailable = "cache_unavailable"
 	ReasonSpoolUnavailable = "spool_unavailable"
 )
-
-// ErrInvalidRequest is matched (errors.Is) by every DecodeError.
-var ErrInvalidRequest = errors.New("invalid request")
 
 // DecodeError reports a payload DecodeSay or a control topic rejected.
 type DecodeError struct {

@@ -23,21 +23,6 @@ import (
 // The reference audio lives only in memory, for the time it takes to
 // compute the embedding: it is never written to disk.
 
-// Errors an Engine or SpeakerStore wraps so that events carry the right
-// reason.
-var (
-	// ErrUnknownSpeaker: no such speaker for this owner (nor shared).
-	ErrUnknownSpeaker = errors.New("unknown speaker")
-	// ErrReenroll: the speaker was enrolled with another speaker encoder
-	// than the one installed now; enroll it again.
-	ErrReenroll = errors.New("speaker must be enrolled again")
-	// ErrBadReference: the reference audio cannot make a speaker (too
-	// short, too long, no voice in it).
-	ErrBadReference = errors.New("unusable reference audio")
-	// ErrNoCloning: the voice has no speaker encoder.
-	ErrNoCloning = errors.New("voice cannot clone speakers")
-)
-
 // Limits of speaker/enroll.
 const (
 	// MaxEnrollBytes bounds an enroll payload: 30 s of 48 kHz stereo
@@ -320,21 +305,6 @@ func decodeReason(err error) string {
 	return ReasonInvalidJSON
 }
 
-// speakerReason maps a SpeakerStore or Engine error to an event reason.
-func speakerReason(err error) string {
-	switch {
-	case errors.Is(err, ErrUnknownVoice):
-		return ReasonUnknownVoice
-	case errors.Is(err, ErrUnknownSpeaker):
-		return ReasonUnknownSpeaker
-	case errors.Is(err, ErrReenroll):
-		return ReasonReenroll
-	case errors.Is(err, ErrBadReference):
-		return ReasonBadAudio
-	case errors.Is(err, ErrNoCloning):
-		return ReasonNotSupported
-	case errors.Is(err, ErrNothingToSay):
-		return ReasonEmpty
-	}
-	return ReasonSynthesis
-}
+// speakerReason maps a SpeakerStore or Engine error to an event reason:
+// its own (Reasoner), else synthesis.
+func speakerReason(err error) string { return ReasonOf(err, ReasonSynthesis) }

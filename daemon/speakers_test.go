@@ -47,7 +47,7 @@ func newSpeakerRec() *speakerRec {
 		defer s.mu.Unlock()
 		s.got = append(s.got, e)
 		if e.Audio.Duration() < 100*time.Millisecond {
-			return SpeakerInfo{}, nil, fmt.Errorf("%w: %v is too short", ErrBadReference, e.Audio.Duration())
+			return SpeakerInfo{}, nil, fmt.Errorf("%w: %v is too short", errBadReference, e.Audio.Duration())
 		}
 		if e.Voice == "piper-only" {
 			return SpeakerInfo{}, nil, fmt.Errorf("%w: piper-only", ErrNoCloning)
@@ -381,13 +381,22 @@ func TestOwnerTopics(t *testing.T) {
 	}
 }
 
+// An engine's own errors, as the speaker encoder's would be: the daemon
+// knows them only by the reason they carry.
+var (
+	errReenroll     = reasoned("speaker must be enrolled again", ReasonReenroll)
+	errBadReference = reasoned("unusable reference audio", ReasonBadAudio)
+)
+
 func TestSpeakerErrorsReachEvents(t *testing.T) {
 	for _, tc := range []struct {
 		err    error
 		reason string
 	}{
 		{fmt.Errorf("x: %w", ErrUnknownSpeaker), ReasonUnknownSpeaker},
-		{fmt.Errorf("x: %w", ErrReenroll), ReasonReenroll},
+		{fmt.Errorf("x: %w", errReenroll), ReasonReenroll},
+		{fmt.Errorf("x: %w", errBadReference), ReasonBadAudio},
+		{fmt.Errorf("x: %w", ErrNoCloning), ReasonNotSupported},
 		{fmt.Errorf("x: %w", ErrUnknownVoice), ReasonUnknownVoice},
 		{fmt.Errorf("x: %w", ErrNothingToSay), ReasonEmpty},
 		{errors.New("model exploded"), ReasonSynthesis},

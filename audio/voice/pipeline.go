@@ -22,11 +22,11 @@ var (
 	// ErrReference means a reference recording cannot be enrolled: not
 	// valid PCM, shorter than the encoder's min_seconds, longer than its
 	// max_seconds, or without a voice in it (silence, noise, a whisper).
-	ErrReference = errors.New("unusable reference audio")
+	ErrReference = reasoned("unusable reference audio", "bad_audio")
 	// ErrReenroll means an embedding was made by another speaker encoder
 	// than the voice's: embeddings of different encoders live in
 	// different spaces, so the speaker must be enrolled again.
-	ErrReenroll = errors.New("speaker must be enrolled again")
+	ErrReenroll = reasoned("speaker must be enrolled again", "reenroll")
 	// ErrInvalidEmbedding means an embedding does not fit the voice: the
 	// wrong length, a non-finite or all-zero vector, or prompt ids out of
 	// range (a damaged store, or an embedding of another model).

@@ -29,7 +29,7 @@ var (
 	// Piper contract the config promises.
 	ErrModelMismatch = errors.New("model does not match the piper contract")
 	// ErrUnknownSpeaker means a request named a speaker the voice lacks.
-	ErrUnknownSpeaker = errors.New("unknown speaker")
+	ErrUnknownSpeaker = reasoned("unknown speaker", "unknown_speaker")
 	// ErrBadParameter means a request's rate or scale is out of range.
 	ErrBadParameter = errors.New("bad synthesis parameter")
 	// ErrTooManyFrames means one sentence would produce more audio than

@@ -188,7 +188,7 @@ func piperVoice(name string, v *voice.Piper) *loadedVoice {
 		prepare: func(_ context.Context, s daemon.Speech) (*plan, error) {
 			prm, err := v.Resolve(voice.Request{Speaker: s.Speaker, Rate: s.Rate})
 			if err != nil {
-				return nil, engineErr(err)
+				return nil, err
 			}
 			return &plan{
 				spec: cache.PhraseSpec{
@@ -218,7 +218,7 @@ func styleVoice(name string, v *voice.Style) *loadedVoice {
 		prepare: func(_ context.Context, s daemon.Speech) (*plan, error) {
 			prm, err := v.Resolve(voice.Request{Speaker: s.Speaker, Rate: s.Rate})
 			if err != nil {
-				return nil, engineErr(err)
+				return nil, err
 			}
 			return &plan{
 				spec: cache.PhraseSpec{
@@ -237,15 +237,6 @@ func styleVoice(name string, v *voice.Style) *loadedVoice {
 			}, nil
 		},
 	}
-}
-
-// engineErr marks an engine's unknown-speaker error with the daemon's
-// sentinel, so the failed event says unknown_speaker.
-func engineErr(err error) error {
-	if errors.Is(err, voice.ErrUnknownSpeaker) && !errors.Is(err, daemon.ErrUnknownSpeaker) {
-		return fmt.Errorf("%w: %w", daemon.ErrUnknownSpeaker, err)
-	}
-	return err
 }
 
 // loadPipeline loads a cloning voice (speaker encoder, decoder, vocoder).
@@ -271,7 +262,7 @@ func (vs *voiceSet) loadPipeline(name, path, precision string) (*loadedVoice, er
 			}
 			prm, err := p.Resolve(req)
 			if err != nil {
-				return nil, pipelineErr(err)
+				return nil, err
 			}
 			return &plan{
 				spec: cache.PhraseSpec{
@@ -288,7 +279,7 @@ func (vs *voiceSet) loadPipeline(name, path, precision string) (*loadedVoice, er
 				cacheable: s.Session == "",
 				synth: func(ctx context.Context, sentence string) (audio.PCM, error) {
 					pcm, _, err := p.SynthesizeSentence(ctx, sentence, prm)
-					return pcm, pipelineErr(err)
+					return pcm, err
 				},
 			}, nil
 		},
@@ -300,7 +291,7 @@ func (vs *voiceSet) loadPipeline(name, path, precision string) (*loadedVoice, er
 // enrolled again.
 func (vs *voiceSet) speaker(owner, name string, p *voice.Pipeline) (voice.Embedding, error) {
 	if vs.store == nil {
-		return voice.Embedding{}, fmt.Errorf("%w %q: cloned speakers live in the cache file, and cache.file is empty", daemon.ErrUnknownSpeaker, name)
+		return voice.Embedding{}, fmt.Errorf("%w %q: cloned speakers live in the cache file, and cache.file is empty", voice.ErrUnknownSpeaker, name)
 	}
 	for _, o := range []string{owner, ""} {
 		sp, ok, err := vs.store.GetSpeaker(o, name)
@@ -315,25 +306,11 @@ func (vs *voiceSet) speaker(owner, name string, p *voice.Pipeline) (voice.Embedd
 		}
 		e := voice.Embedding{Vector: sp.Embedding, Prompt: sp.Prompt, EncoderDigest: sp.EncoderDigest}
 		if err := p.CheckEmbedding(e); err != nil {
-			return voice.Embedding{}, pipelineErr(err)
+			return voice.Embedding{}, err
 		}
 		return e, nil
 	}
-	return voice.Embedding{}, fmt.Errorf("%w %q", daemon.ErrUnknownSpeaker, name)
-}
-
-// pipelineErr marks the pipeline's errors with the daemon's sentinels, so
-// that events carry the right reason.
-func pipelineErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, voice.ErrReenroll):
-		return fmt.Errorf("%w: %w", daemon.ErrReenroll, err)
-	case errors.Is(err, voice.ErrReference):
-		return fmt.Errorf("%w: %w", daemon.ErrBadReference, err)
-	}
-	return engineErr(err)
+	return voice.Embedding{}, fmt.Errorf("%w %q", voice.ErrUnknownSpeaker, name)
 }
 
 // scaleParams are a VITS-style model's synthesis scales as phrase cache

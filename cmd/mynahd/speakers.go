@@ -41,7 +41,7 @@ func (b speakerBook) Enroll(ctx context.Context, e daemon.Enrollment) (daemon.Sp
 	}
 	emb, err := v.pipeline.Enroll(ctx, e.Audio)
 	if err != nil {
-		return daemon.SpeakerInfo{}, nil, pipelineErr(err)
+		return daemon.SpeakerInfo{}, nil, err
 	}
 	now := b.now()
 	evicted, err := b.store.PutSpeaker(cache.Speaker{
