@@ -150,60 +150,32 @@ func (d *Daemon) play(j *job) (progress, error) {
 	return p, nil
 }
 
-// stream runs the engine on its own goroutine and writes each sentence to
-// the sink as it comes. The hand-over channel is unbuffered: while
-// sentence n is written, the engine synthesizes n+1 and then waits in
-// emit until the worker takes it, so synthesis runs exactly one sentence
-// ahead of playback and at most two sentences of PCM are alive. (With a
-// buffer of one it would run two ahead.) stream returns once the engine
-// goroutine has ended.
+// stream runs the engine and writes each sentence to the sink as it
+// comes, through audio.Stream: while sentence n is written, the engine
+// synthesizes n+1 and then waits in emit, so synthesis runs exactly one
+// sentence ahead of playback and at most two sentences of PCM are alive.
+// stream returns once the engine has returned, so that it cannot run
+// into the next job; an engine that ignores its context shows up as
+// unhealthy, since the worker is marked busy while it waits for it.
 func (d *Daemon) stream(j *job, p *progress) error {
-	speakCtx, stopSpeak := context.WithCancel(j.ctx)
-	defer stopSpeak() // also unblocks an engine that emits after returning
-	chunks := make(chan Chunk)
-	speakDone := make(chan error, 1)
 	speech := Speech{Voice: j.voice, Speaker: j.req.Speaker, Text: j.req.Text, Rate: j.req.Rate,
 		NoCache: j.req.NoCache, Owner: j.req.Owner, Session: j.req.Session}
-	go func() {
-		speakDone <- d.opts.Engine.Speak(speakCtx, speech, func(c Chunk) error {
-			select {
-			case chunks <- c:
-				return nil
-			case <-speakCtx.Done():
-				return speakCtx.Err()
-			}
-		})
-	}()
-	// waitSpeak lets the engine goroutine end before the next job starts;
-	// an engine that ignores its context shows up as unhealthy.
-	waitSpeak := func() {
-		stopSpeak()
-		d.busy()
-		<-speakDone
-		d.idle()
-	}
-	for {
-		d.busy()
-		select {
-		case c := <-chunks:
-			d.idle()
-			p.sentences++
-			if err := d.writeChunk(j, c, p); err != nil {
-				waitSpeak()
-				return err
-			}
-		case err := <-speakDone:
-			d.idle()
-			if err == nil {
-				return nil
-			}
+	speak := func(ctx context.Context, emit func(Chunk) error) error {
+		if err := d.opts.Engine.Speak(ctx, speech, emit); err != nil {
 			return &jobError{speakerReason(err), fmt.Errorf("synthesize: %w", err)}
-		case <-j.ctx.Done():
-			d.idle()
-			waitSpeak()
-			return j.ctx.Err()
 		}
+		return nil
 	}
+	// Busy while waiting for the engine: for the next sentence, or for it
+	// to return after a cut or an error.
+	d.busy()
+	defer d.idle()
+	return audio.Stream(j.ctx, speak, func(ctx context.Context, c Chunk) error {
+		d.idle()
+		defer d.busy()
+		p.sentences++
+		return d.writeChunk(j, c, p)
+	})
 }
 
 // cacheResult sums up where a finished request's sentences came from.

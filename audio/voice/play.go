@@ -33,40 +33,23 @@ type PlayStats struct {
 	Unknown int
 }
 
-// Play synthesizes req into sink. Synthesis runs one sentence ahead of
-// playback: while sentence n is being written to the sink, sentence n+1 is
-// synthesized, so a long text plays without gaps once it has started.
-// Cancelling ctx aborts the sink at once and returns ctx's error. Play does
-// not Drain the sink.
+// Play synthesizes req into sink. Synthesis runs exactly one sentence
+// ahead of playback (audio.Stream): while sentence n is being written to
+// the sink, sentence n+1 is synthesized, so a long text plays without gaps
+// once it has started, and no more than two sentences of PCM are alive.
+// Cancelling ctx, or a failed Write, aborts the sink at once; Play then
+// returns ctx's error, or the Write's. Play does not Drain the sink.
 func Play(ctx context.Context, s Synthesizer, req Request, sink audio.Sink) (PlayStats, error) {
 	var st PlayStats
 	start := time.Now()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	chunks := make(chan Chunk, 1) // one sentence ahead, no more: bounded memory
-	synthErr := make(chan error, 1)
-	go func() {
-		defer close(chunks)
-		synthErr <- s.Synthesize(ctx, req, func(c Chunk) error {
-			select {
-			case chunks <- c:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-	}()
-
+	synthesize := func(ctx context.Context, emit func(Chunk) error) error {
+		return s.Synthesize(ctx, req, emit)
+	}
 	var playErr error
-	for c := range chunks {
-		if playErr != nil {
-			continue // drain so the producer can finish
-		}
+	err := audio.Stream(ctx, synthesize, func(ctx context.Context, c Chunk) error {
 		if err := sink.Write(ctx, c.PCM); err != nil {
 			playErr = err
-			cancel()
-			continue
+			return err
 		}
 		if st.Sentences == 0 {
 			st.FirstAudio = time.Since(start)
@@ -78,25 +61,16 @@ func Play(ctx context.Context, s Synthesizer, req Request, sink audio.Sink) (Pla
 		if c.Silence > 0 {
 			if err := sink.Write(ctx, audio.Silence(c.PCM.Rate, c.PCM.Channels, c.Silence)); err != nil {
 				playErr = err
-				cancel()
+				return err
 			}
 		}
-	}
+		return nil
+	})
 	st.Total = time.Since(start)
-	err := <-synthErr
-	if playErr != nil {
-		if ctx.Err() != nil {
-			_ = sink.Abort()
-		}
-		return st, playErr
+	if playErr != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		_ = sink.Abort()
 	}
-	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			_ = sink.Abort()
-		}
-		return st, err
-	}
-	return st, nil
+	return st, err
 }
 
 // speakSentences is every engine's Synthesize loop: synthesize sentence
