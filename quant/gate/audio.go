@@ -6,7 +6,7 @@ import (
 	"math/cmplx"
 	"sync"
 
-	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/fourier"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
@@ -449,7 +449,7 @@ func pearson(a, b []float64) float64 {
 // sentences at one rate.
 type analyzer struct {
 	window  []float64
-	fft     *audio.FFT
+	fft     *fourier.FFT
 	filters []melFilter
 }
 
@@ -467,7 +467,7 @@ func analyzerFor(size, rate int) *analyzer {
 	if a, ok := analyzers.Load(key); ok {
 		return a.(*analyzer)
 	}
-	fft, err := audio.NewFFT(size)
+	fft, err := fourier.NewFFT(size)
 	if err != nil {
 		panic(err) // the frame sizes are constants, powers of two
 	}

@@ -14,7 +14,7 @@ import (
 	"math/cmplx"
 	"slices"
 
-	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/fourier"
 )
 
 // Sample is a PCM sample type the package converts.
@@ -408,8 +408,8 @@ func fft(x []complex128) { newFFT(len(x)).Transform(x) }
 // ifft is the inverse of fft, scaled by 1/n.
 func ifft(x []complex128) { newFFT(len(x)).Inverse(x) }
 
-func newFFT(n int) *audio.FFT {
-	f, err := audio.NewFFT(n)
+func newFFT(n int) *fourier.FFT {
+	f, err := fourier.NewFFT(n)
 	if err != nil {
 		panic(err) // callers pad to a power of two
 	}

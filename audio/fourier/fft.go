@@ -1,4 +1,11 @@
-package audio
+// Package fourier is the fast Fourier transform that mynah's spectral code
+// shares: the acoustic front end of the cloning pipeline and the quality
+// gate's mel spectrograms. It imports nothing of mynah's, so that a
+// package outside audio (quant/gate) can use it without depending on the
+// audio package. The name follows gonum's dsp/fourier (fourier.NewFFT,
+// *fourier.FFT) and leaves "fft" free for the local helpers and variables
+// that call it.
+package fourier
 
 import (
 	"fmt"
@@ -33,7 +40,7 @@ func (f *FFT) Size() int { return 2 * len(f.twiddle) }
 func (f *FFT) Transform(x []complex128) {
 	n := len(x)
 	if n != f.Size() {
-		panic(fmt.Sprintf("audio: fft of %d points given %d", f.Size(), n))
+		panic(fmt.Sprintf("fourier: fft of %d points given %d", f.Size(), n))
 	}
 	for i, j := 1, 0; i < n; i++ {
 		bit := n >> 1
