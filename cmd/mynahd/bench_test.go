@@ -66,21 +66,21 @@ func benchPublish(b *testing.B, cached bool) {
 	cfg := DefaultConfig()
 	cfg.Node = "bench"
 	cfg.Voices.Dir = b.TempDir()
-	voices, err := openVoices(openTestRuntime(b), cfg, newNotifier(log), log)
+	var store *cache.Store
+	if cached {
+		var err error
+		if store, err = cache.Open(filepath.Join(b.TempDir(), "cache.db"), nil); err != nil {
+			b.Fatal(err)
+		}
+		defer store.Close()
+	}
+	voices, err := openVoices(openTestRuntime(b), cfg, store, newNotifier(log), log)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer voices.Close()
 	if _, err := voices.Preload(context.Background()); err != nil {
 		b.Fatal(err)
-	}
-	if cached {
-		store, err := cache.Open(filepath.Join(b.TempDir(), "cache.db"), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer store.Close()
-		voices.store = store
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -98,9 +98,9 @@ func benchPublish(b *testing.B, cached bool) {
 		b.Fatal(err)
 	}
 	sink := &firstWriteSink{NullSink: null, first: make(chan time.Time, 1)}
-	opts := &daemon.Options{Node: "bench", Transport: client, Engine: voices, Sink: sink, DefaultVoice: voices.Default()}
-	if voices.store != nil {
-		opts.Spool, opts.Cache = storeSpool{voices.store}, storePhrases{voices.store}
+	opts := &daemon.Options{Node: "bench", Transport: client, Engine: daemonEngine{voices}, Sink: sink, DefaultVoice: voices.Default()}
+	if store != nil {
+		opts.Spool, opts.Cache = storeSpool{store}, storePhrases{store}
 	}
 	d, err := daemon.New(opts)
 	if err != nil {
@@ -210,3 +210,4 @@ func procRSSMB(b *testing.B, pid int) float64 {
 	b.Fatal("no VmRSS")
 	return 0
 }
+func mb(n int64) float64 { return float64(n) / (1 << 20) }

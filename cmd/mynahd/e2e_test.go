@@ -22,6 +22,7 @@ import (
 
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/audiotest"
+	"github.com/mynah-tts/mynah/audio/engine"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt"
 	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
@@ -243,13 +244,13 @@ func TestSayThroughPortAudio(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same sentence from the same voice, straight from the engine.
-	vs, err := openVoices(openTestRuntime(t), cfg, newNotifier(slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler))
+	vs, err := openVoices(openTestRuntime(t), cfg, nil, newNotifier(slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer vs.Close()
 	var want []int16
-	err = vs.Speak(context.Background(), daemon.Speech{Text: sentence}, func(c daemon.Chunk) error {
+	err = vs.Speak(context.Background(), engine.Request{Text: sentence}, func(c engine.Chunk) error {
 		want = append(want, c.PCM.Samples...)
 		return nil
 	})

@@ -3,9 +3,9 @@ package main
 import (
 	"log/slog"
 	"runtime/debug"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/mynah-tts/mynah/cache"
 )
 
 // Memory after speech (README "## Memory"). Synthesis memory is C memory:
@@ -22,8 +22,8 @@ import (
 //     at mallocMMapThreshold as the binary loads (memory_cgo.go), so a
 //     tensor over 256 KiB is its own mapping, returned the moment it is
 //     freed;
-//   - after speech, once the engine is idle for memoryIdleRelease (and
-//     every memoryBusyRelease while it keeps speaking), calls
+//   - after speech (engine.Options.ReleaseMemory: once the engine is idle
+//     a second, and every 2 s while it keeps speaking), calls
 //     malloc_trim(0) for the small blocks' free pages, returns the Go
 //     heap's free pages, and drops the phrase cache file's mapped pages
 //     from RSS (cache.Store.ReleaseMapped);
@@ -34,104 +34,32 @@ const (
 	// MALLOC_ARENA_MAX.
 	mallocArenaMax      = 2
 	mallocMMapThreshold = 256 << 10
-
-	memoryIdleRelease = time.Second
-	memoryBusyRelease = 2 * time.Second
-	memoryTick        = 250 * time.Millisecond
 )
 
-// memoryKeeper gives memory back to the kernel after speech: the engine
-// marks when synthesis starts and ends, the keeper's goroutine releases
-// once the engine has been idle a while after a burst, and every so often
-// during a long one.
-type memoryKeeper struct {
-	release func()
-	idle    time.Duration // after the last synthesis ended
-	busy    time.Duration // between releases while synthesis goes on
-
-	running atomic.Int64 // synthesis calls in progress
-	dirty   atomic.Bool  // synthesis since the last release
-	lastEnd atomic.Int64 // unix nanos: the last synthesis ended
-	wg      sync.WaitGroup
-	stop    chan struct{}
-	once    sync.Once
+// memoryReleaser is the engine's ReleaseMemory for mynahd: the C heap,
+// the Go heap and the cache file's mapped pages go back to the kernel. It
+// logs at debug level what it did; a failure to release the cache file's
+// pages is logged once.
+type memoryReleaser struct {
+	store  *cache.Store // nil without a phrase cache
+	log    *slog.Logger
+	failed bool // only the engine's keeper goroutine calls release
 }
 
-// startMemoryKeeper starts the keeper's goroutine; close stops it.
-func startMemoryKeeper(release func(), idle, busy time.Duration) *memoryKeeper {
-	k := &memoryKeeper{release: release, idle: idle, busy: busy, stop: make(chan struct{})}
-	k.wg.Add(1)
-	go k.loop()
-	return k
-}
-
-// begin marks synthesis starting; call the func it returns when it ends.
-func (k *memoryKeeper) begin() (end func()) {
-	k.running.Add(1)
-	k.dirty.Store(true)
-	return func() {
-		k.lastEnd.Store(time.Now().UnixNano())
-		// Again: a release during the synthesis did not see its end.
-		k.dirty.Store(true)
-		k.running.Add(-1)
-	}
-}
-
-func (k *memoryKeeper) loop() {
-	defer k.wg.Done()
-	t := time.NewTicker(memoryTick)
-	defer t.Stop()
-	lastRelease := time.Now()
-	for {
-		select {
-		case <-k.stop:
-			return
-		case now := <-t.C:
-			if !k.due(now, lastRelease) {
-				continue
-			}
-			k.dirty.Store(false)
-			k.release()
-			lastRelease = time.Now()
-		}
-	}
-}
-
-// due reports whether the keeper should release now.
-func (k *memoryKeeper) due(now, lastRelease time.Time) bool {
-	if !k.dirty.Load() {
-		return false
-	}
-	if k.running.Load() > 0 {
-		return now.Sub(lastRelease) >= k.busy
-	}
-	return now.Sub(time.Unix(0, k.lastEnd.Load())) >= k.idle
-}
-
-// close stops the keeper and waits for its goroutine.
-func (k *memoryKeeper) close() {
-	k.once.Do(func() { close(k.stop) })
-	k.wg.Wait()
-}
-
-// releaseMemory is the keeper's release for a voice set: the C heap, the
-// Go heap and the cache file's mapped pages go back to the kernel. It
-// logs at debug level what it did; a failure to page the cache out is
-// logged once.
-func (vs *voiceSet) releaseMemory() {
+func (m *memoryReleaser) release() {
 	start := time.Now()
 	trimmed := trimCHeap()
 	debug.FreeOSMemory()
-	var paged int64
-	if store := vs.store; store != nil {
+	var mapped int64
+	if m.store != nil {
 		var err error
-		paged, err = store.ReleaseMapped()
-		if err != nil && !vs.releaseFailed {
-			vs.releaseFailed = true
-			vs.log.Info("phrase cache pages stay mapped after speech", "err", err)
+		mapped, err = m.store.ReleaseMapped()
+		if err != nil && !m.failed {
+			m.failed = true
+			m.log.Info("phrase cache pages stay mapped after speech", "err", err)
 		}
 	}
-	vs.log.Debug("memory released after speech", "malloc_trim", trimmed, "cache_mapped_bytes", paged,
+	m.log.Debug("memory released after speech", "malloc_trim", trimmed, "cache_mapped_bytes", mapped,
 		"ms", float64(time.Since(start).Microseconds())/1000)
 }
 

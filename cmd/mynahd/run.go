@@ -5,16 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/portaudio"
 	"github.com/mynah-tts/mynah/audio/text"
-	"github.com/mynah-tts/mynah/audio/voice"
-	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt"
 	"github.com/mynah-tts/mynah/quant/ort"
@@ -36,18 +32,16 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	}
 	defer rt.Close()
 
-	voices, err := openVoices(rt, cfg, notify, log)
+	st := openStores(cfg, log)
+	defer st.Close()
+	logMallocTuning(log)
+	voices, err := openVoices(rt, cfg, st.cache, notify, log)
 	if err != nil {
 		return err
 	}
 	defer voices.Close()
-	st := openStores(cfg, log)
-	defer st.Close()
-	if store := st.cache; store != nil {
-		voices.store = store
-		if err := voices.PinPhrases(ctx, cfg.Cache.Pinned); err != nil {
-			log.Warn("pinned phrases not cached", "err", err)
-		}
+	if err := voices.PinPhrases(ctx, cfg.Cache.Pinned); err != nil {
+		log.Warn("pinned phrases not cached", "err", err)
 	}
 	// Preload the default voice and voices.sessions.preload before READY:
 	// their first requests must not pay for loading them.
@@ -92,7 +86,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	opts := &daemon.Options{
 		Node:            cfg.Node,
 		Transport:       client,
-		Engine:          voices,
+		Engine:          daemonEngine{voices},
 		Sink:            sink,
 		DiscoveryPrefix: cfg.MQTT.DiscoveryPrefix,
 		QueueSize:       cfg.Queue.Size,
@@ -107,7 +101,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	// The daemon sees the files through the small interfaces it declares.
 	st.options(opts)
 	if st.cache != nil {
-		opts.Speakers = speakerBook{vs: voices, store: st.cache, now: time.Now}
+		opts.Speakers = speakerBook{voices}
 	}
 	d, err := daemon.New(opts)
 	if err != nil {
@@ -132,41 +126,6 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		err = nil
 	}
 	return err
-}
-
-// openVoices opens the voice directory; with no default voice configured
-// it makes sure the demo voice is there, building it on first start. The
-// voices stay loaded as voices.sessions says; a name in its preload or
-// pinned list that is not installed is an error here, before any load.
-func openVoices(rt *ort.Runtime, cfg Config, notify *notifier, log *slog.Logger) (*voiceSet, error) {
-	def := cfg.Voices.Default
-	if def == "" {
-		def = demo.Name
-		dir := filepath.Join(cfg.Voices.Dir, demo.Name)
-		if _, err := voice.FindPiper(dir); err != nil {
-			log.Info("building the demo voice", "dir", dir)
-			_ = notify.Status("building the demo voice")
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return nil, fmt.Errorf("demo voice: %w", err)
-			}
-			if _, err := demo.Write(dir, nil); err != nil {
-				return nil, fmt.Errorf("demo voice: %w", err)
-			}
-		}
-	}
-	vs, err := newVoiceSet(rt, cfg.Voices.Dir, def, cfg.Voices.Sessions, &voice.PiperOptions{
-		Session:         &ort.SessionOptions{Provider: ort.Provider(cfg.ONNX.Provider), IntraOpThreads: cfg.ONNX.Threads},
-		SentenceSilence: silence(cfg.Audio.SentenceSilence),
-		Logger:          log.With("component", "voice"),
-	}, log.With("component", "voices"))
-	if err != nil {
-		return nil, err
-	}
-	vs.precision, vs.precisions = cfg.Voices.Precision, cfg.Voices.Precisions
-	if cfg.ONNX.Provider != string(ort.ProviderAuto) {
-		vs.provider = cfg.ONNX.Provider
-	}
-	return vs, nil
 }
 
 // silence maps the config's "0 means none" onto PiperOptions' "negative

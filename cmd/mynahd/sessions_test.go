@@ -8,279 +8,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/mynah-tts/mynah/audio/voice"
+	"github.com/mynah-tts/mynah/audio/engine"
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
-	"github.com/mynah-tts/mynah/cache"
-	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
 )
 
-// writeVoices puts a copy of the demo voice into dir under each name.
-func writeVoices(t testing.TB, dir string, names ...string) {
-	t.Helper()
-	for _, name := range names {
-		d := filepath.Join(dir, name)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := demo.Write(d, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// logRecord is one log line: its message and attributes as text.
-type logRecord struct {
-	msg   string
-	attrs map[string]string
-}
-
-// recorder is a slog.Handler that keeps every record, so tests can see
-// what was loaded, unloaded and when mynahd was ready, in order.
-type recorder struct {
-	mu      *sync.Mutex
-	records *[]logRecord
-	attrs   []slog.Attr
-}
-
-func newRecorder() *recorder {
-	return &recorder{mu: new(sync.Mutex), records: new([]logRecord)}
-}
-
-func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
-
-func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
-	lr := logRecord{msg: rec.Message, attrs: map[string]string{}}
-	for _, a := range r.attrs {
-		lr.attrs[a.Key] = a.Value.String()
-	}
-	rec.Attrs(func(a slog.Attr) bool {
-		lr.attrs[a.Key] = a.Value.String()
-		return true
-	})
-	r.mu.Lock()
-	*r.records = append(*r.records, lr)
-	r.mu.Unlock()
-	return nil
-}
-
-func (r *recorder) WithAttrs(as []slog.Attr) slog.Handler {
-	c := *r
-	c.attrs = append(slices.Clone(r.attrs), as...)
-	return &c
-}
-
-func (r *recorder) WithGroup(string) slog.Handler { return r }
-
-func (r *recorder) all() []logRecord {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(*r.records)
-}
-
-// voicesWith returns the "voice" attribute of every record with message
-// msg, in order.
-func (r *recorder) voicesWith(msg string) []string {
-	var out []string
-	for _, lr := range r.all() {
-		if lr.msg == msg {
-			out = append(out, lr.attrs["voice"])
-		}
-	}
-	return out
-}
-
-// index returns the position of the first record with message msg (and
-// voice, if not empty), or -1.
-func (r *recorder) index(msg, voiceName string) int {
-	return slices.IndexFunc(r.all(), func(lr logRecord) bool {
-		return lr.msg == msg && (voiceName == "" || lr.attrs["voice"] == voiceName)
-	})
-}
-
-// waitFor returns the index of the first record with message msg (and
-// voice, if not empty), failing the test if none comes within wait.
-func (r *recorder) waitFor(t testing.TB, msg, voiceName string) int {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		if i := r.index(msg, voiceName); i >= 0 {
-			return i
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q log line for voice %q within %v", msg, voiceName, wait)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// noCgroup is a memory probe without an answer, so that a test does not
-// depend on the cgroup limits of the machine it runs on.
-type noCgroup struct{}
-
-func (noCgroup) Available() (int64, bool) { return 0, false }
-
-// testVoiceSet opens the voices in dir with sc, logging into a recorder.
-// The cgroup probe is replaced by noCgroup.
-func testVoiceSet(t *testing.T, dir, def string, sc SessionsConfig) (*voiceSet, *recorder) {
-	t.Helper()
-	rec := newRecorder()
-	log := slog.New(rec)
-	vs, err := newVoiceSet(openTestRuntime(t), dir, def, sc, &voice.PiperOptions{Logger: log}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vs.sessions.Close()
-	opts := sessionOptions(sc, vs.def, vs.load, vs.unload, log)
-	m := opts.Memory.(sessionMemory)
-	m.cgroup = noCgroup{}
-	opts.Memory = m
-	vs.sessions = cache.NewSessions(opts)
-	t.Cleanup(func() { vs.Close() })
-	return vs, rec
-}
-
-// speak says a short sentence in voiceName and fails the test unless audio
-// came out.
-func speak(t *testing.T, vs *voiceSet, voiceName string) {
-	t.Helper()
-	samples := 0
-	err := vs.Speak(context.Background(), daemon.Speech{Voice: voiceName, Text: "Hello."}, func(c daemon.Chunk) error {
-		samples += len(c.PCM.Samples)
-		return nil
-	})
-	if err != nil || samples == 0 {
-		t.Fatalf("speak in %s: %d samples, err %v", voiceName, samples, err)
-	}
-}
-
-func testSessions() SessionsConfig {
-	sc := DefaultConfig().Voices.Sessions
-	sc.CheckInterval = 0
-	sc.LowWater = 0
-	return sc
-}
-
-// TestSessionsEvictLeastRecentlyUsed: past max_count the least recently
-// used idle voice is closed — not the oldest loaded, not a pinned one, not
-// the default — and a warm voice is never loaded again.
-func TestSessionsEvictLeastRecentlyUsed(t *testing.T) {
-	dir := t.TempDir()
-	writeVoices(t, dir, "a", "b", "c", "dflt", "pin")
-	sc := testSessions()
-	sc.MaxCount, sc.Preload, sc.Pinned = 4, []string{"pin"}, []string{"pin"}
-	vs, rec := testVoiceSet(t, dir, "dflt", sc)
-	if _, err := vs.Preload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	speak(t, vs, "a")
-	speak(t, vs, "b")
-	speak(t, vs, "a") // a is now more recent than b
-	if got := rec.voicesWith("voice unloaded"); len(got) != 0 {
-		t.Fatalf("unloaded %v within max_count 4", got)
-	}
-	speak(t, vs, "c") // fifth voice: b goes
-	if got := rec.voicesWith("voice unloaded"); !slices.Equal(got, []string{"b"}) {
-		t.Fatalf("unloaded %v, want [b] (least recently used)", got)
-	}
-	for _, v := range []string{"pin", "dflt", "a", ""} {
-		speak(t, vs, v) // all warm: no load
-	}
-	speak(t, vs, "b") // cold again; c is now the least recently used
-	if got := rec.voicesWith("voice unloaded"); !slices.Equal(got, []string{"b", "c"}) {
-		t.Fatalf("unloaded %v, want [b c]", got)
-	}
-	if got := rec.voicesWith("voice loaded"); !slices.Equal(got, []string{"dflt", "pin", "a", "b", "c", "b"}) {
-		t.Fatalf("loads %v, want [dflt pin a b c b]", got)
-	}
-	if st := vs.sessions.Stats(); st.Sessions != 4 || st.Evictions != 2 {
-		t.Fatalf("stats %+v, want 4 sessions after 2 evictions", st)
-	}
-}
-
-// TestSessionsMemoryPressureKeepsPins: with memory_budget below what the
-// process already uses, the timer closes every idle unpinned voice and
-// keeps the default and the pinned ones.
-func TestSessionsMemoryPressureKeepsPins(t *testing.T) {
-	dir := t.TempDir()
-	writeVoices(t, dir, "a", "dflt", "pin")
-	sc := testSessions()
-	sc.Preload, sc.Pinned = []string{"pin"}, []string{"pin"}
-	sc.MemoryBudget, sc.LowWater, sc.CheckInterval = 16<<20, 15<<20, time.Second
-	vs, rec := testVoiceSet(t, dir, "dflt", sc)
-	if _, err := vs.Preload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	// Pressure needs the process (Go runtime, ONNX Runtime, two voices) to
-	// use more than budget − low_water, 1 MiB.
-	if n := anonResidentBytes(); n < sc.MemoryBudget-sc.LowWater {
-		t.Fatalf("anonymous resident memory %d is under 1 MiB: /proc/self/statm unread?", n)
-	}
-	speak(t, vs, "a")
-	rec.waitFor(t, "voice unloaded", "a")
-	if got := rec.voicesWith("voice unloaded"); !slices.Equal(got, []string{"a"}) {
-		t.Fatalf("unloaded %v, want only [a]", got)
-	}
-	if st := vs.sessions.Stats(); st.Sessions != 2 || st.PressureEvictions != 1 {
-		t.Fatalf("stats %+v, want the 2 pinned sessions left after 1 pressure eviction", st)
-	}
-}
-
-// TestSessionsConcurrentColdLoad: two requests for one cold voice load it
-// once. The load is held until both requests wait for it.
-func TestSessionsConcurrentColdLoad(t *testing.T) {
-	dir := t.TempDir()
-	writeVoices(t, dir, "a", "dflt")
-	vs, rec := testVoiceSet(t, dir, "dflt", testSessions())
-	hold := make(chan struct{})
-	vs.loading = func(name string) {
-		if name == "a" {
-			<-hold
-		}
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	samples := make([]int, 2)
-	for i := range 2 {
-		wg.Go(func() {
-			errs[i] = vs.Speak(context.Background(), daemon.Speech{Voice: "a", Text: "Hello."}, func(c daemon.Chunk) error {
-				samples[i] += len(c.PCM.Samples)
-				return nil
-			})
-		})
-	}
-	for deadline := time.Now().Add(wait); vs.sessions.Stats().Misses < 2; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			close(hold)
-			t.Fatalf("the two requests never both waited: %+v", vs.sessions.Stats())
-		}
-	}
-	close(hold)
-	wg.Wait()
-	for i := range 2 {
-		if errs[i] != nil || samples[i] == 0 {
-			t.Fatalf("request %d: %d samples, err %v", i, samples[i], errs[i])
-		}
-	}
-	if got := rec.voicesWith("voice loaded"); !slices.Equal(got, []string{"a"}) {
-		t.Fatalf("loads %v, want [a] once", got)
-	}
-	if st := vs.sessions.Stats(); st.Loads != 1 {
-		t.Fatalf("stats %+v, want 1 load", st)
-	}
-}
-
 // runWithLog runs mynahd in-process with log going to rec until the test
 // ends, and returns the broker URL.
-func runWithLog(t *testing.T, cfg Config, rec *recorder) string {
+func runWithLog(t *testing.T, cfg Config, rec *enginetest.Recorder) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -306,18 +47,18 @@ func runWithLog(t *testing.T, cfg Config, rec *recorder) string {
 func TestPreloadBeforeReady(t *testing.T) {
 	cfg := testConfig(t, "", "null")
 	cfg.Cache.File = "" // every request synthesizes, so it needs its voice
-	writeVoices(t, cfg.Voices.Dir, "alto", "bass", "tenor")
+	enginetest.WriteVoices(t, cfg.Voices.Dir, "alto", "bass", "tenor")
 	cfg.Voices.Sessions.Preload = []string{"alto", "bass"}
-	rec := newRecorder()
+	rec := enginetest.NewRecorder()
 	url := runWithLog(t, cfg, rec)
 	waitOnline(t, url, cfg.Node)
-	ready := rec.waitFor(t, "mynahd ready", "")
+	ready := rec.WaitFor(t, "mynahd ready", "")
 	for _, v := range []string{demo.Name, "alto", "bass"} {
-		i := rec.index("voice loaded", v)
+		i := rec.Index("voice loaded", v)
 		if i < 0 || i > ready {
 			t.Fatalf("voice %s loaded at record %d, ready at %d: want it before ready", v, i, ready)
 		}
-		if ms := rec.all()[i].attrs["load_ms"]; ms == "" {
+		if ms := rec.All()[i].Attrs["load_ms"]; ms == "" {
 			t.Errorf("the load line of %s has no load_ms", v)
 		}
 	}
@@ -327,7 +68,7 @@ func TestPreloadBeforeReady(t *testing.T) {
 		mqtttest.Publish(t, url, "mynah/kitchen/say", []byte(`{"id":"`+id+`","text":"Hello.","voice":"`+v+`"}`), false)
 		ev.next(stateID("finished", id))
 	}
-	if got := rec.voicesWith("voice loaded"); !slices.Equal(got, []string{demo.Name, "alto", "bass", "tenor"}) {
+	if got := rec.VoicesWith("voice loaded"); !slices.Equal(got, []string{demo.Name, "alto", "bass", "tenor"}) {
 		t.Fatalf("loads %v: want the preloaded voices once, then tenor on first use", got)
 	}
 }
@@ -345,155 +86,22 @@ func TestUnknownSessionVoiceFailsStart(t *testing.T) {
 	} {
 		t.Run(tt.key, func(t *testing.T) {
 			cfg := testConfig(t, "", "null")
-			writeVoices(t, cfg.Voices.Dir, "alto")
+			enginetest.WriteVoices(t, cfg.Voices.Dir, "alto")
 			tt.change(&cfg.Voices.Sessions)
 			if err := cfg.Validate(); err != nil {
 				t.Fatalf("Validate cannot know the voices: %v", err)
 			}
-			rec := newRecorder()
+			rec := enginetest.NewRecorder()
 			ctx, cancel := context.WithTimeout(context.Background(), wait)
 			defer cancel()
 			err := run(ctx, cfg, slog.New(rec))
-			if err == nil || !strings.HasPrefix(err.Error(), tt.key+": ") || !errors.Is(err, daemon.ErrUnknownVoice) ||
+			if err == nil || !strings.HasPrefix(err.Error(), tt.key+": ") || !errors.Is(err, engine.ErrUnknownVoice) ||
 				!strings.Contains(err.Error(), "installed: alto, mynah-demo") {
 				t.Fatalf("run = %v, want an unknown-voice error naming %s and the installed voices", err, tt.key)
 			}
-			if got := rec.voicesWith("voice loaded"); len(got) != 0 {
+			if got := rec.VoicesWith("voice loaded"); len(got) != 0 {
 				t.Fatalf("loaded %v before failing", got)
 			}
 		})
 	}
-}
-
-// TestPreloadSkipsBrokenVoice: a preloaded voice that fails to load is
-// logged and skipped; the daemon's default voice still loads.
-func TestPreloadSkipsBrokenVoice(t *testing.T) {
-	dir := t.TempDir()
-	writeVoices(t, dir, "broken", "dflt")
-	model := filepath.Join(dir, "broken", demo.Name+".onnx")
-	if err := os.WriteFile(model, []byte("not a model"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sc := testSessions()
-	sc.Preload = []string{"broken"}
-	vs, rec := testVoiceSet(t, dir, "dflt", sc)
-	info, err := vs.Preload(context.Background())
-	if err != nil || info.SampleRate != demo.SampleRate {
-		t.Fatalf("Preload = %+v, %v; want the default voice", info, err)
-	}
-	if rec.index("preload voice failed, skipping it", "broken") < 0 {
-		t.Fatal("no warning for the broken voice")
-	}
-	if got := rec.voicesWith("voice loaded"); !slices.Equal(got, []string{"dflt"}) {
-		t.Fatalf("loads %v, want [dflt]", got)
-	}
-}
-
-func TestSessionMemory(t *testing.T) {
-	tests := []struct {
-		name   string
-		m      sessionMemory
-		avail  int64
-		answer bool
-	}{
-		{"cgroup wins", sessionMemory{cgroup: fixedProbe{100, true}, budget: fixedProbe{5, true}}, 100, true},
-		{"budget without cgroup limit", sessionMemory{cgroup: fixedProbe{0, false}, budget: fixedProbe{-5, true}}, -5, true},
-		{"neither", sessionMemory{cgroup: fixedProbe{0, false}}, 0, false},
-		{"budget without answer", sessionMemory{cgroup: fixedProbe{0, false}, budget: cache.BudgetMemory{}}, 0, false},
-	}
-	for _, tt := range tests {
-		if avail, ok := tt.m.Available(); avail != tt.avail || ok != tt.answer {
-			t.Errorf("%s: Available() = %d, %v; want %d, %v", tt.name, avail, ok, tt.avail, tt.answer)
-		}
-	}
-}
-
-type fixedProbe struct {
-	avail int64
-	ok    bool
-}
-
-func (p fixedProbe) Available() (int64, bool) { return p.avail, p.ok }
-
-// TestSessionOptions: the config reaches the session cache, with the
-// default voice pinned first.
-func TestSessionOptions(t *testing.T) {
-	sc := SessionsConfig{MaxCount: 3, MaxBytes: 5 << 20, Pinned: []string{"x"}, LowWater: 7, MemoryBudget: 1 << 30, CheckInterval: time.Minute}
-	o := sessionOptions(sc, "dflt", nil, nil, nil)
-	if o.MaxCount != 3 || o.MaxBytes != 5<<20 || !slices.Equal(o.Pinned, []string{"dflt", "x"}) ||
-		o.LowWater != 7 || o.MemoryInterval != time.Minute {
-		t.Fatalf("sessionOptions = %+v", o)
-	}
-	m, ok := o.Memory.(sessionMemory)
-	if !ok || m.budget == nil {
-		t.Fatalf("memory probe %#v, want a budget behind the cgroup", o.Memory)
-	}
-	if b := m.budget.(cache.BudgetMemory); b.Budget != 1<<30 {
-		t.Fatalf("budget %d", b.Budget)
-	}
-	if sc.MemoryBudget = 0; sessionOptions(sc, "dflt", nil, nil, nil).Memory.(sessionMemory).budget != nil {
-		t.Fatal("a budget without memory_budget")
-	}
-}
-
-func TestParseStatm(t *testing.T) {
-	tests := []struct {
-		in               string
-		page             int64
-		resident, shared int64 // resident -1: error
-	}{
-		{"11466 2531 1983 195 0 1238 0\n", 4096, 2531 * 4096, 1983 * 4096},
-		{"1 0 0 0 0 0 0", 4096, 0, 0},
-		{"100 50 7", 16384, 50 * 16384, 7 * 16384},
-		{"  7   3  1 ", 4096, 3 * 4096, 4096},
-		{"", 4096, -1, 0},
-		{"12345", 4096, -1, 0},
-		{"1 2", 4096, -1, 0},
-		{"1 x 3", 4096, -1, 0},
-		{"1 2 y", 4096, -1, 0},
-		{"1 -2 3", 4096, -1, 0},
-		{"1 2 -3", 4096, -1, 0},
-		{"1 2.5 3", 4096, -1, 0},
-		{"1 99999999999999999999 3", 4096, -1, 0},
-		{"1 9223372036854775807 3", 4096, -1, 0}, // bytes overflow int64
-		{"1 2 9223372036854775807", 4096, -1, 0},
-		{"1 2 3", 0, -1, 0},
-		{"1 2 3", -4096, -1, 0},
-		{"1 2 3 " + strings.Repeat("9", maxStatmBytes), 4096, -1, 0},
-	}
-	for _, tt := range tests {
-		resident, shared, err := parseStatm([]byte(tt.in), tt.page)
-		if tt.resident < 0 {
-			if err == nil || !errors.Is(err, errStatm) {
-				t.Errorf("parse(%.30q) = %d, %d, %v; want an errStatm error", tt.in, resident, shared, err)
-			}
-			continue
-		}
-		if err != nil || resident != tt.resident || shared != tt.shared {
-			t.Errorf("parse(%.30q) = %d, %d, %v; want %d, %d", tt.in, resident, shared, err, tt.resident, tt.shared)
-		}
-	}
-	if n := anonResidentBytes(); n <= 0 {
-		t.Errorf("anonResidentBytes() = %d on Linux", n)
-	}
-}
-
-func FuzzParseStatm(f *testing.F) {
-	for _, s := range []string{"11466 2531 1983 195 0 1238 0\n", "", "1", "1 -1 0", "1 1e9 2", "1 9223372036854775807 0", "\x00 \x00 \x00", "0 0 0"} {
-		f.Add([]byte(s), int64(4096))
-	}
-	f.Add([]byte("1 2 3"), int64(0))
-	f.Add([]byte("1 2 3"), int64(-4096))
-	f.Fuzz(func(t *testing.T, data []byte, page int64) {
-		resident, shared, err := parseStatm(data, page)
-		if err != nil {
-			if !errors.Is(err, errStatm) {
-				t.Fatalf("error %v does not wrap errStatm", err)
-			}
-			return
-		}
-		if resident < 0 || shared < 0 || page <= 0 || resident%page != 0 || shared%page != 0 || len(data) > maxStatmBytes {
-			t.Fatalf("parse(%q, %d) = %d, %d", data, page, resident, shared)
-		}
-	})
 }

@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 
 // sessionOptions translates voices.sessions into the session cache's
 // options. def, the default voice, is pinned whatever the config says.
-func sessionOptions(sc SessionsConfig, def string,
+func sessionOptions(sc SessionOptions, def string,
 	load func(context.Context, string) (*loadedVoice, int64, error),
 	unload func(*loadedVoice) error, log *slog.Logger,
 ) *cache.SessionOptions[*loadedVoice] {

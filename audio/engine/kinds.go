@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/cache"
-	"github.com/mynah-tts/mynah/daemon"
 )
 
 // Voice kinds: a plain Piper directory, or a bundle whose voice.json names
@@ -25,7 +24,7 @@ const (
 )
 
 // loadedVoice is a voice in the session cache, whatever its engine: the
-// few things voiceSet does with every kind, as functions the kind's
+// few things Engine does with every kind, as functions the kind's
 // adapter fills in.
 type loadedVoice struct {
 	name    string // the name it was asked for (the directory's)
@@ -35,7 +34,7 @@ type loadedVoice struct {
 	split   func(text string) ([]string, error)
 	// prepare resolves a request against the voice: its sentence
 	// synthesizer and what makes its audio differ from another request's.
-	prepare func(ctx context.Context, s daemon.Speech) (*plan, error)
+	prepare func(ctx context.Context, s Request) (*plan, error)
 	close   func() error
 	// pipeline is set for a cloning voice: enrollment and its KV caches.
 	pipeline *voice.Pipeline
@@ -88,7 +87,7 @@ func voiceKind(path string) (string, error) {
 // voice is loaded as it is, with a warning: a broken variant must not
 // silence a voice that works. A precision named in the config is not
 // replaced: that fails with the reason.
-func (vs *voiceSet) loadKind(name, kind, path string) (*loadedVoice, error) {
+func (vs *Engine) loadKind(name, kind, path string) (*loadedVoice, error) {
 	precision, err := vs.choosePrecision(name, kind, path)
 	if err != nil {
 		return nil, fmt.Errorf("voice %q: %w", name, err)
@@ -102,7 +101,7 @@ func (vs *voiceSet) loadKind(name, kind, path string) (*loadedVoice, error) {
 }
 
 // wants is the precision the config asks for a voice.
-func (vs *voiceSet) wants(name string) string {
+func (vs *Engine) wants(name string) string {
 	want := vs.precision
 	if p, ok := vs.precisions[name]; ok {
 		want = p
@@ -115,7 +114,7 @@ func (vs *voiceSet) wants(name string) string {
 
 // loadPrecision loads the voice at path with the engine of its kind as
 // its variant of precision.
-func (vs *voiceSet) loadPrecision(name, kind, path, precision string) (*loadedVoice, error) {
+func (vs *Engine) loadPrecision(name, kind, path, precision string) (*loadedVoice, error) {
 	var v *loadedVoice
 	switch kind {
 	case kindPiper:
@@ -151,7 +150,7 @@ func (vs *voiceSet) loadPrecision(name, kind, path, precision string) (*loadedVo
 // the smallest variant whose gate passed (for onnx.provider) and that is
 // usable on this CPU, with one warning naming any smaller one it passed
 // over and why.
-func (vs *voiceSet) choosePrecision(name, kind, path string) (string, error) {
+func (vs *Engine) choosePrecision(name, kind, path string) (string, error) {
 	want := vs.wants(name)
 	var gates map[string]bundle.GateRecord
 	if kind == kindPiper {
@@ -185,7 +184,7 @@ func piperVoice(name string, v *voice.Piper) *loadedVoice {
 	return &loadedVoice{
 		name: name, kind: kindPiper, info: info, silence: v.SilenceAfter(),
 		split: v.Split, close: v.Close,
-		prepare: func(_ context.Context, s daemon.Speech) (*plan, error) {
+		prepare: func(_ context.Context, s Request) (*plan, error) {
 			prm, err := v.Resolve(voice.Request{Speaker: s.Speaker, Rate: s.Rate})
 			if err != nil {
 				return nil, err
@@ -215,7 +214,7 @@ func styleVoice(name string, v *voice.Style) *loadedVoice {
 	return &loadedVoice{
 		name: name, kind: kindStyle, info: info, silence: v.SilenceAfter(),
 		split: v.Split, close: v.Close,
-		prepare: func(_ context.Context, s daemon.Speech) (*plan, error) {
+		prepare: func(_ context.Context, s Request) (*plan, error) {
 			prm, err := v.Resolve(voice.Request{Speaker: s.Speaker, Rate: s.Rate})
 			if err != nil {
 				return nil, err
@@ -240,7 +239,7 @@ func styleVoice(name string, v *voice.Style) *loadedVoice {
 }
 
 // loadPipeline loads a cloning voice (speaker encoder, decoder, vocoder).
-func (vs *voiceSet) loadPipeline(name, path, precision string) (*loadedVoice, error) {
+func (vs *Engine) loadPipeline(name, path, precision string) (*loadedVoice, error) {
 	p, err := voice.LoadPipeline(vs.rt, path, &voice.PipelineOptions{
 		Session: vs.opts.Session, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger, Precision: precision,
 	})
@@ -251,7 +250,7 @@ func (vs *voiceSet) loadPipeline(name, path, precision string) (*loadedVoice, er
 	return &loadedVoice{
 		name: name, kind: kindPipeline, info: info.Info, silence: p.SilenceAfter(),
 		split: p.Split, close: p.Close, pipeline: p,
-		prepare: func(_ context.Context, s daemon.Speech) (*plan, error) {
+		prepare: func(_ context.Context, s Request) (*plan, error) {
 			req := voice.PipelineRequest{Session: s.Session, Rate: s.Rate}
 			if s.Speaker != "" {
 				e, err := vs.speaker(s.Owner, s.Speaker, p)
@@ -289,7 +288,7 @@ func (vs *voiceSet) loadPipeline(name, path, precision string) (*loadedVoice, er
 // speaker finds a cloned speaker for a request of owner: the owner's own
 // first, then a shared one. One made by another encoder than p's must be
 // enrolled again.
-func (vs *voiceSet) speaker(owner, name string, p *voice.Pipeline) (voice.Embedding, error) {
+func (vs *Engine) speaker(owner, name string, p *voice.Pipeline) (voice.Embedding, error) {
 	if vs.store == nil {
 		return voice.Embedding{}, fmt.Errorf("%w %q: cloned speakers live in the cache file, and cache.file is empty", voice.ErrUnknownSpeaker, name)
 	}

@@ -1,10 +1,11 @@
-package main
+package engine
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -21,7 +22,6 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/cache"
-	"github.com/mynah-tts/mynah/daemon"
 )
 
 // BenchmarkVoiceSwitch measures a request's latency to its first chunk
@@ -41,11 +41,11 @@ import (
 // hears when the phrase is cached.
 func BenchmarkVoiceSwitch(b *testing.B) {
 	dir := b.TempDir()
-	writeVoices(b, dir, "warm1", "warm2", "cold")
+	enginetest.WriteVoices(b, dir, "warm1", "warm2", "cold")
 	log := slog.New(slog.DiscardHandler)
-	sc := DefaultConfig().Voices.Sessions
-	sc.LowWater = 0 // memory pressure must not evict the warm voices mid-run
-	vs, err := newVoiceSet(openTestRuntime(b), dir, "warm1", sc, &voice.PiperOptions{Logger: log}, log)
+	// No memory checks: pressure must not evict the warm voices mid-run.
+	sc := SessionOptions{MaxCount: cache.DefaultMaxSessions}
+	vs, err := Open(&Options{Runtime: enginetest.OpenRuntime(b), Dir: dir, Default: "warm1", Sessions: sc, Piper: &voice.PiperOptions{Logger: log}, Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func BenchmarkVoiceSwitch(b *testing.B) {
 	firstChunk := func(name string) time.Duration {
 		start := time.Now()
 		var first time.Duration
-		err := vs.Speak(ctx, daemon.Speech{Voice: name, Text: text}, func(c daemon.Chunk) error {
+		err := vs.Speak(ctx, Request{Voice: name, Text: text}, func(c Chunk) error {
 			if first == 0 {
 				first = time.Since(start)
 			}
@@ -124,9 +124,10 @@ func median(d []time.Duration) time.Duration {
 // with synthetic 32 KiB values and no voice loaded.
 func BenchmarkFullPhraseCache(b *testing.B) {
 	dir := b.TempDir()
-	writeVoices(b, dir, demo.Name)
+	enginetest.WriteVoices(b, dir, demo.Name)
 	log := slog.New(slog.DiscardHandler)
-	vs, err := newVoiceSet(openTestRuntime(b), dir, "", DefaultConfig().Voices.Sessions, &voice.PiperOptions{Logger: log}, log)
+	vs, err := Open(&Options{Runtime: enginetest.OpenRuntime(b), Dir: dir, Sessions: SessionOptions{MaxCount: cache.DefaultMaxSessions, LowWater: 64 << 20, CheckInterval: 30 * time.Second},
+		Piper: &voice.PiperOptions{Logger: log}, Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func BenchmarkFullPhraseCache(b *testing.B) {
 // fillPhraseCache writes speech records into a new cache file at path until
 // the next one would pass maxBytes (nothing is evicted), closes it and
 // returns the keys and the PCM bytes the records hold.
-func fillPhraseCache(b *testing.B, vs *voiceSet, path string, maxBytes int64) ([]cache.PhraseKey, int64) {
+func fillPhraseCache(b *testing.B, vs *Engine, path string, maxBytes int64) ([]cache.PhraseKey, int64) {
 	b.Helper()
 	v, release, err := vs.sessions.Get(context.Background(), vs.def)
 	if err != nil {
@@ -195,7 +196,7 @@ func fillPhraseCache(b *testing.B, vs *voiceSet, path string, maxBytes int64) ([
 	var base []audio.PCM
 	var plans []*plan
 	for _, spk := range demo.Speakers() {
-		p, err := v.prepare(context.Background(), daemon.Speech{Speaker: spk.Name})
+		p, err := v.prepare(context.Background(), Request{Speaker: spk.Name})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -320,3 +321,5 @@ func readProcStatus(b *testing.B) procStatus {
 }
 
 func mb(n int64) float64 { return float64(n) / (1 << 20) }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"context"
@@ -16,72 +16,138 @@ import (
 	"github.com/mynah-tts/mynah/audio/text"
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/cache"
-	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/quant/cpuclass"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
-// voiceSet is the daemon's Engine: the Piper voices installed in one
-// directory, loaded on first use and kept warm in a session LRU, with the
-// phrase cache in front of synthesis. A voice is a subdirectory
-// holding one NAME.onnx + NAME.onnx.json (its name is the directory's), or
-// such a pair directly in the directory (its name is NAME). Names come from
-// the directory listing only, so a request can never make mynahd open a
-// path of its choosing.
-type voiceSet struct {
+// Engine turns requests into speech for every front end (mynahd's MQTT
+// daemon, mynah say): the voices installed in one directory, loaded on
+// first use and kept warm in a session LRU, with the phrase cache in
+// front of synthesis and the cloned speakers beside it. A voice is a
+// subdirectory holding one NAME.onnx + NAME.onnx.json, a style-vector or
+// pipeline bundle (voice.json; its name is the directory's), or such a
+// pair directly in the directory (its name is NAME). Names come from the
+// directory listing only, so a request can never make it open a path of
+// its choosing.
+type Engine struct {
 	rt      *ort.Runtime
 	dir     string
 	def     string
-	preload []string // voices.sessions.preload, loaded by Preload after def
+	preload []string // Sessions.Preload, loaded by Preload after def
 	opts    *voice.PiperOptions
 	log     *slog.Logger
+	now     func() time.Time
 
 	// store, when set, is the cache file: the audio of sentences already
 	// spoken, and the cloned speakers.
 	store *cache.Store
-	// sessions keeps loaded voices warm (LRU bounded as voices.sessions
-	// says, the default voice and voices.sessions.pinned pinned, idle ones
-	// closed under memory pressure); concurrent first uses load a voice
-	// once.
+	// sessions keeps loaded voices warm (LRU bounded as Sessions says,
+	// the default voice and Sessions.Pinned pinned, idle ones closed
+	// under memory pressure); concurrent first uses load a voice once.
 	sessions *cache.Sessions[*loadedVoice]
 	// loading, when set, is called as a load starts: tests hold a load
 	// there to make callers meet it.
 	loading func(name string)
-	// precision is voices.precision, precisions its per-voice overrides;
-	// provider is onnx.provider ("" for auto), which a variant's gate
-	// record must match for auto to take it.
+	// precision is Options.Precision, precisions its per-voice overrides;
+	// provider is the execution provider ("" for auto), which a variant's
+	// gate record must match for auto to take it.
 	precision  string
 	precisions map[string]string
 	provider   string
 	// cpu is this CPU's class: auto takes an int8 variant only where its
 	// weight format is exact (bundle.GateRecord.UsableOn).
 	cpu cpuclass.Class
-	// keeper gives memory back after speech (memory.go); releaseFailed
-	// is its note that the cache file's pages could not be released.
-	keeper        *memoryKeeper
-	releaseFailed bool
+	// keeper gives memory back after speech (keeper.go), when
+	// Options.ReleaseMemory is set.
+	keeper *memoryKeeper
 }
 
-var _ daemon.Engine = (*voiceSet)(nil)
+// Options configures an Engine. Runtime and Dir are required.
+type Options struct {
+	Runtime *ort.Runtime
+	// Dir holds the installed voices.
+	Dir string
+	// Default is the voice for requests that name none; "" is the first
+	// installed.
+	Default string
+	// Sessions bounds the warm voices.
+	Sessions SessionOptions
+	// Piper configures every voice's sessions, sentence silence and
+	// logging (the style and pipeline kinds take the same settings).
+	Piper *voice.PiperOptions
+	// Precision is the variant to load: "auto" ("" too) takes the
+	// smallest whose gate passed and that is exact on this CPU; or fp32,
+	// fp16, int8, nbits. Precisions overrides it per voice name.
+	Precision  string
+	Precisions map[string]string
+	// Provider is the execution provider variants were gated for; "" for
+	// auto.
+	Provider string
+	// CPU is this CPU's class; zero is cpuclass.Host().
+	CPU cpuclass.Class
+	// Store is the cache file: the phrase cache and the cloned speakers.
+	// nil: every sentence is synthesized, and no speaker can be cloned.
+	Store *cache.Store
+	// ReleaseMemory, when set, is called after speech (the engine idle a
+	// second, and every 2 s during a long burst) to give memory back to
+	// the kernel; mynahd trims the C heap there.
+	ReleaseMemory func()
+	Logger        *slog.Logger
+	// Now is the clock of enrollments (default time.Now).
+	Now func() time.Time
+}
 
-// newVoiceSet opens the voices in dir. def is the default voice ("" is the
-// first installed); the names in sc.Preload and sc.Pinned must be
-// installed.
-func newVoiceSet(rt *ort.Runtime, dir, def string, sc SessionsConfig, opts *voice.PiperOptions, log *slog.Logger) (*voiceSet, error) {
+// SessionOptions bound the voices kept loaded (mynahd's voices.sessions).
+type SessionOptions struct {
+	// MaxCount bounds the voices kept loaded (0: cache.DefaultMaxSessions);
+	// MaxBytes their summed model sizes (0: no bound).
+	MaxCount int
+	MaxBytes int64
+	// Preload are loaded by Preload after the default voice; Pinned are
+	// never evicted once loaded (the default voice always is).
+	Preload, Pinned []string
+	// LowWater is the memory pressure at which idle unpinned voices are
+	// closed: less than this left below the cgroup's limit, else below
+	// MemoryBudget of anonymous memory; 0 turns the check off.
+	LowWater, MemoryBudget int64
+	// CheckInterval is how often memory pressure is checked while no
+	// voice is requested (0: no timer).
+	CheckInterval time.Duration
+}
+
+// Open opens the voices in o.Dir. The names in Default, Sessions.Preload
+// and Sessions.Pinned must be installed; nothing is loaded yet (Preload
+// does).
+func Open(o *Options) (*Engine, error) {
+	if o == nil || o.Runtime == nil || o.Dir == "" {
+		return nil, errors.New("engine: Options.Runtime and Options.Dir are required")
+	}
+	opts, log := o.Piper, o.Logger
 	if opts == nil {
 		opts = &voice.PiperOptions{}
 	}
-	vs := &voiceSet{rt: rt, dir: dir, def: def, opts: opts, log: log, cpu: cpuclass.Host()}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	vs := &Engine{rt: o.Runtime, dir: o.Dir, def: o.Default, opts: opts, log: log, now: o.Now, store: o.Store,
+		precision: o.Precision, precisions: o.Precisions, provider: o.Provider, cpu: o.CPU}
+	if vs.now == nil {
+		vs.now = time.Now
+	}
+	if vs.cpu == "" {
+		vs.cpu = cpuclass.Host()
+	}
+	sc := o.Sessions
 	names := vs.Voices()
 	if len(names) == 0 {
-		return nil, fmt.Errorf("no voices in %s (a voice is a directory with NAME.onnx and NAME.onnx.json)", dir)
+		return nil, fmt.Errorf("no voices in %s (a voice is a directory with NAME.onnx and NAME.onnx.json)", o.Dir)
 	}
 	if vs.def == "" {
 		vs.def = names[0]
 	}
 	installed := strings.Join(names, ", ")
 	if !slices.Contains(names, vs.def) {
-		return nil, fmt.Errorf("voices.default: %w %q (installed: %s)", daemon.ErrUnknownVoice, vs.def, installed)
+		return nil, fmt.Errorf("voices.default: %w %q (installed: %s)", ErrUnknownVoice, vs.def, installed)
 	}
 	// Config validation cannot see the directory, so unknown names are
 	// caught here, before anything is loaded.
@@ -91,7 +157,7 @@ func newVoiceSet(rt *ort.Runtime, dir, def string, sc SessionsConfig, opts *voic
 	}{{"preload", sc.Preload}, {"pinned", sc.Pinned}} {
 		for i, name := range l.names {
 			if !slices.Contains(names, name) {
-				return nil, fmt.Errorf("voices.sessions.%s[%d]: %w %q (installed: %s)", l.key, i, daemon.ErrUnknownVoice, name, installed)
+				return nil, fmt.Errorf("voices.sessions.%s[%d]: %w %q (installed: %s)", l.key, i, ErrUnknownVoice, name, installed)
 			}
 		}
 	}
@@ -103,14 +169,15 @@ func newVoiceSet(rt *ort.Runtime, dir, def string, sc SessionsConfig, opts *voic
 	mem.lowWater, mem.relieve = sc.LowWater, vs.relieveKV
 	so.Memory = mem
 	vs.sessions = cache.NewSessions(so)
-	logMallocTuning(log)
-	vs.keeper = startMemoryKeeper(vs.releaseMemory, memoryIdleRelease, memoryBusyRelease)
+	if o.ReleaseMemory != nil {
+		vs.keeper = startMemoryKeeper(o.ReleaseMemory, memoryIdleRelease, memoryBusyRelease)
+	}
 	return vs, nil
 }
 
 // synthesizing marks synthesis for the memory keeper; call the func it
 // returns when synthesis ends.
-func (vs *voiceSet) synthesizing() (done func()) {
+func (vs *Engine) synthesizing() (done func()) {
 	if vs.keeper == nil {
 		return func() {}
 	}
@@ -118,13 +185,13 @@ func (vs *voiceSet) synthesizing() (done func()) {
 }
 
 // Voices lists the installed voices by name, sorted.
-func (vs *voiceSet) Voices() []string {
+func (vs *Engine) Voices() []string {
 	names, _ := vs.scan()
 	return slices.Sorted(maps.Keys(names))
 }
 
 // scan maps voice names to their paths and kinds.
-func (vs *voiceSet) scan() (map[string]voicePath, error) {
+func (vs *Engine) scan() (map[string]voicePath, error) {
 	entries, err := os.ReadDir(vs.dir)
 	if err != nil {
 		return nil, err
@@ -152,10 +219,10 @@ type voicePath struct {
 }
 
 // Default is the voice used when a request names none.
-func (vs *voiceSet) Default() string { return vs.def }
+func (vs *Engine) Default() string { return vs.def }
 
 // load reads the named voice from disk: the session cache's Load.
-func (vs *voiceSet) load(ctx context.Context, name string) (*loadedVoice, int64, error) {
+func (vs *Engine) load(ctx context.Context, name string) (*loadedVoice, int64, error) {
 	if vs.loading != nil {
 		vs.loading(name)
 	}
@@ -166,7 +233,7 @@ func (vs *voiceSet) load(ctx context.Context, name string) (*loadedVoice, int64,
 	}
 	p, ok := paths[name]
 	if !ok {
-		return nil, 0, fmt.Errorf("%w %q", daemon.ErrUnknownVoice, name)
+		return nil, 0, fmt.Errorf("%w %q", ErrUnknownVoice, name)
 	}
 	v, err := vs.loadKind(name, p.kind, p.path)
 	if err != nil {
@@ -181,7 +248,7 @@ func (vs *voiceSet) load(ctx context.Context, name string) (*loadedVoice, int64,
 
 // unload closes a voice the session cache let go of (evicted, closed under
 // memory pressure, or at shutdown): the session cache's Close.
-func (vs *voiceSet) unload(v *loadedVoice) error {
+func (vs *Engine) unload(v *loadedVoice) error {
 	vs.log.Info("voice unloaded", "voice", v.name)
 	return v.close()
 }
@@ -190,7 +257,7 @@ func (vs *voiceSet) unload(v *loadedVoice) error {
 // their first requests do not wait; each load logs one line with its time.
 // Only a failure of the default voice is an error: another voice that
 // fails to load is logged and skipped.
-func (vs *voiceSet) Preload(ctx context.Context) (voice.Info, error) {
+func (vs *Engine) Preload(ctx context.Context) (voice.Info, error) {
 	v, release, err := vs.sessions.Get(ctx, vs.def)
 	if err != nil {
 		return voice.Info{}, err
@@ -210,12 +277,12 @@ func (vs *voiceSet) Preload(ctx context.Context) (voice.Info, error) {
 	return v.info, nil
 }
 
-// Speak implements daemon.Engine. With a phrase cache, each sentence is
+// Speak says s.Text, calling emit once per sentence in order. With a phrase cache, each sentence is
 // looked up before it is synthesized and stored after it was handed on, so
 // "The washing machine has finished. It is 7 pm." reuses the first sentence
 // whatever the time. Sentence n is emitted before n+1 is synthesized (the
 // daemon plays n meanwhile).
-func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon.Chunk) error) error {
+func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) error {
 	defer vs.synthesizing()()
 	name := s.Voice
 	if name == "" {
@@ -232,7 +299,7 @@ func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon
 	}
 	sentences, err := p.sentences(v, s.Text)
 	if errors.Is(err, text.ErrEmptyText) {
-		return fmt.Errorf("%w: %w", daemon.ErrNothingToSay, err)
+		return fmt.Errorf("%w: %w", ErrNothingToSay, err)
 	}
 	if err != nil {
 		return err
@@ -257,7 +324,7 @@ func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon
 				return fmt.Errorf("sentence %d: %w", i+1, err)
 			}
 		}
-		c := daemon.Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm, Cached: hit}
+		c := Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm, Cached: hit}
 		if !c.Last {
 			c.Silence = v.silence
 		}
@@ -281,17 +348,17 @@ func (vs *voiceSet) Speak(ctx context.Context, s daemon.Speech, emit func(daemon
 // its pages, fill the process's RSS with the file's).
 const maxCachedRequestAudio = 2 * time.Minute
 
-// CheckVoice implements daemon.Engine for voice/set: the voice must still
+// CheckVoice makes sure a voice can speak now (mynahd's voice/set): the voice must still
 // be installed (a warm session outlives its deleted files, but only until
 // it is evicted) and must load; it then stays warm for the requests that
 // follow.
-func (vs *voiceSet) CheckVoice(ctx context.Context, name string) error {
+func (vs *Engine) CheckVoice(ctx context.Context, name string) error {
 	paths, err := vs.scan()
 	if err != nil {
 		return fmt.Errorf("check voice: %w", err)
 	}
 	if _, ok := paths[name]; !ok {
-		return fmt.Errorf("%w %q: its files are gone from %s", daemon.ErrUnknownVoice, name, vs.dir)
+		return fmt.Errorf("%w %q: its files are gone from %s", ErrUnknownVoice, name, vs.dir)
 	}
 	_, release, err := vs.sessions.Get(ctx, name)
 	if err != nil {
@@ -306,7 +373,7 @@ func (vs *voiceSet) CheckVoice(ctx context.Context, name string) error {
 // pinned (never evicted), and releases pins no longer configured. mynahd
 // calls it at start, before READY, so "Good morning." plays from the cache
 // the first time it is asked for.
-func (vs *voiceSet) PinPhrases(ctx context.Context, texts []string) error {
+func (vs *Engine) PinPhrases(ctx context.Context, texts []string) error {
 	if vs.store == nil {
 		return nil
 	}
@@ -316,7 +383,7 @@ func (vs *voiceSet) PinPhrases(ctx context.Context, texts []string) error {
 		return err
 	}
 	defer release()
-	p, err := v.prepare(ctx, daemon.Speech{})
+	p, err := v.prepare(ctx, Request{})
 	if err != nil {
 		return err
 	}
@@ -375,7 +442,7 @@ func (p *plan) key(sentence string) cache.PhraseKey {
 // cached returns a sentence's audio from the phrase cache. A damaged record
 // is deleted and reported as a miss, so it is synthesized again; a broken
 // cache is a miss too: speech never waits on it.
-func (vs *voiceSet) cached(key cache.PhraseKey) (audio.PCM, bool) {
+func (vs *Engine) cached(key cache.PhraseKey) (audio.PCM, bool) {
 	data, ok, err := vs.store.GetPhrase(key)
 	if err != nil {
 		vs.log.Warn("phrase cache read failed", "err", err)
@@ -397,7 +464,7 @@ func (vs *voiceSet) cached(key cache.PhraseKey) (audio.PCM, bool) {
 
 // keep stores a synthesized sentence; a failed write is logged (the store
 // counts it) and speech goes on uncached.
-func (vs *voiceSet) keep(key cache.PhraseKey, voiceName string, pcm audio.PCM) {
+func (vs *Engine) keep(key cache.PhraseKey, voiceName string, pcm audio.PCM) {
 	data, err := audio.EncodePhrase(pcm)
 	if err == nil {
 		err = vs.store.PutPhrase(key, voiceName, data)
@@ -408,7 +475,7 @@ func (vs *voiceSet) keep(key cache.PhraseKey, voiceName string, pcm audio.PCM) {
 }
 
 // Close releases every loaded voice.
-func (vs *voiceSet) Close() error {
+func (vs *Engine) Close() error {
 	if vs.keeper != nil {
 		vs.keeper.close()
 	}

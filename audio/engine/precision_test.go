@@ -1,4 +1,4 @@
-package main
+package engine
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
-	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/quant"
 	"github.com/mynah-tts/mynah/quant/cpuclass"
 	"github.com/mynah-tts/mynah/quant/onnx"
@@ -58,8 +58,9 @@ func addDecoderVariant(t *testing.T, dir string, passed bool) {
 }
 
 func TestVoicePrecision(t *testing.T) {
-	cfg := testConfig(t, "", "null")
-	clone := filepath.Join(cfg.Voices.Dir, demo.CloneName)
+	dir := t.TempDir()
+	enginetest.WriteVoices(t, dir, demo.Name)
+	clone := filepath.Join(dir, demo.CloneName)
 	if err := os.MkdirAll(clone, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,10 @@ func TestVoicePrecision(t *testing.T) {
 	}
 	addDecoderVariant(t, clone, true)
 	log := slog.New(slog.DiscardHandler)
-	rt := openTestRuntime(t)
+	rt := enginetest.OpenRuntime(t)
+	open := func(precision string, precisions map[string]string) (*Engine, error) {
+		return Open(&Options{Runtime: rt, Dir: dir, Default: demo.Name, Precision: precision, Precisions: precisions, Logger: log})
+	}
 
 	for _, tc := range []struct {
 		precision  string
@@ -82,9 +86,7 @@ func TestVoicePrecision(t *testing.T) {
 		{"int8", nil, "int8", false},
 		{"nbits", nil, "", true}, // there is no nbits variant
 	} {
-		c := cfg
-		c.Voices.Precision, c.Voices.Precisions = tc.precision, tc.precisions
-		vs, err := openVoices(rt, c, newNotifier(log), log)
+		vs, err := open(tc.precision, tc.precisions)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +102,7 @@ func TestVoicePrecision(t *testing.T) {
 				t.Errorf("%s %v: loaded %s, want %s", tc.precision, tc.precisions, v.precision, tc.want)
 			}
 			// The variant speaks, and its phrases are its own.
-			err := vs.Speak(context.Background(), daemon.Speech{Voice: demo.CloneName, Text: "Hello."}, func(daemon.Chunk) error { return nil })
+			err := vs.Speak(context.Background(), Request{Voice: demo.CloneName, Text: "Hello."}, func(Chunk) error { return nil })
 			if err != nil {
 				t.Errorf("%s: speak: %v", tc.want, err)
 			}
@@ -119,9 +121,7 @@ func TestVoicePrecision(t *testing.T) {
 		precision string
 		want      string
 	}{{"auto", "fp32"}, {"int8", ""}} {
-		c := cfg
-		c.Voices.Precision = tc.precision
-		vs, err := openVoices(rt, c, newNotifier(log), log)
+		vs, err := open(tc.precision, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestVoicePrecision(t *testing.T) {
 			if v.precision != tc.want {
 				t.Errorf("%s with a damaged variant: loaded %s", tc.precision, v.precision)
 			}
-			if err := vs.Speak(context.Background(), daemon.Speech{Voice: demo.CloneName, Text: "Hello."}, func(daemon.Chunk) error { return nil }); err != nil {
+			if err := vs.Speak(context.Background(), Request{Voice: demo.CloneName, Text: "Hello."}, func(Chunk) error { return nil }); err != nil {
 				t.Errorf("speak after falling back: %v", err)
 			}
 			release()
@@ -154,7 +154,7 @@ func TestVoicePrecision(t *testing.T) {
 	if err := setGateFormat(clone, cpuclass.FullRange); err != nil {
 		t.Fatal(err)
 	}
-	vs, err := openVoices(rt, cfg, newNotifier(wlog), wlog)
+	vs, err := Open(&Options{Runtime: rt, Dir: dir, Default: demo.Name, Logger: wlog})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestVoicePrecision(t *testing.T) {
 
 	// A variant recorded as failed is never taken by auto.
 	addDecoderVariant(t, clone, false)
-	vs, err = openVoices(rt, cfg, newNotifier(log), log)
+	vs, err = open("", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/mynah-tts/mynah/audio"
+)
+
+// Request is what a front end asks the engine to say.
+type Request struct {
+	Voice   string // a name from Voices; "" is the default voice
+	Speaker string // a Piper speaker, a style pack's voice, or a cloned speaker
+	Text    string
+	Rate    float64 // 0 means 1
+	// NoCache neither reads nor writes the phrase cache for this request.
+	NoCache bool
+	// Owner is whose cloned speakers Speaker is looked up among (then the
+	// shared ones).
+	Owner string
+	// Session groups the utterances of one conversation: an engine with
+	// an autoregressive decoder continues from the previous one (such
+	// audio is not cached).
+	Session string
+}
+
+// Chunk is one synthesized sentence.
+type Chunk struct {
+	Index   int
+	Last    bool
+	PCM     audio.PCM
+	Silence time.Duration // pause to play after PCM
+	Cached  bool          // PCM came from the phrase cache, not from synthesis
+}
+
+// Enrollment asks for a cloned speaker made from a reference recording.
+type Enrollment struct {
+	Owner string // "" = shared
+	Name  string
+	// Voice names the voice whose speaker encoder makes the embedding; ""
+	// is the default voice if it can clone, else the first that can.
+	Voice string
+	Audio audio.PCM
+}
+
+// SpeakerInfo describes a cloned speaker (never its embedding).
+type SpeakerInfo struct {
+	Owner, Name string
+	// Voice is the loaded voice whose encoder made it ("" when none is
+	// loaded); Created when it was enrolled.
+	Voice   string
+	Created time.Time
+}
+
+// Errors of the engine. They carry the reason mynahd's events report them
+// with (Reason), which front ends without those words can ignore; the
+// voice engines' own errors (voice.ErrUnknownSpeaker, ...) do the same.
+var (
+	// ErrUnknownVoice: no voice of that name is installed (or its files
+	// are gone).
+	ErrUnknownVoice = reasoned("unknown voice", "unknown_voice")
+	// ErrNothingToSay: the text holds nothing to speak (markup alone).
+	ErrNothingToSay = reasoned("nothing to say", "empty")
+	// ErrNoCloning: no voice here (or not the one named) has a speaker
+	// encoder, or there is no cache file to keep speakers in.
+	ErrNoCloning = reasoned("voice cannot clone speakers", "not_supported")
+)
+
+// reasonedError is a sentinel error with the event reason it stands for.
+type reasonedError struct{ msg, reason string }
+
+func reasoned(msg, reason string) *reasonedError { return &reasonedError{msg, reason} }
+
+func (e *reasonedError) Error() string { return e.msg }
+
+// Reason is the event reason (daemon.Reasoner).
+func (e *reasonedError) Reason() string { return e.reason }

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/mynah-tts/mynah/audio/engine"
+	"github.com/mynah-tts/mynah/audio/voice"
+	"github.com/mynah-tts/mynah/audio/voice/demo"
+	"github.com/mynah-tts/mynah/cache"
+	"github.com/mynah-tts/mynah/daemon"
+	"github.com/mynah-tts/mynah/quant/ort"
+)
+
+// openVoices opens the speech engine on voices.dir; with no default voice
+// configured it makes sure the demo voice is there, building it on first
+// start. The voices stay loaded as voices.sessions says; a name in its
+// preload or pinned list that is not installed is an error here, before
+// any load.
+func openVoices(rt *ort.Runtime, cfg Config, store *cache.Store, notify *notifier, log *slog.Logger) (*engine.Engine, error) {
+	def := cfg.Voices.Default
+	if def == "" {
+		def = demo.Name
+		dir := filepath.Join(cfg.Voices.Dir, demo.Name)
+		if _, err := voice.FindPiper(dir); err != nil {
+			log.Info("building the demo voice", "dir", dir)
+			_ = notify.Status("building the demo voice")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("demo voice: %w", err)
+			}
+			if _, err := demo.Write(dir, nil); err != nil {
+				return nil, fmt.Errorf("demo voice: %w", err)
+			}
+		}
+	}
+	provider := cfg.ONNX.Provider
+	if provider == string(ort.ProviderAuto) {
+		provider = ""
+	}
+	sc := cfg.Voices.Sessions
+	releaser := &memoryReleaser{store: store, log: log.With("component", "memory")}
+	return engine.Open(&engine.Options{
+		Runtime: rt,
+		Dir:     cfg.Voices.Dir,
+		Default: def,
+		Sessions: engine.SessionOptions{MaxCount: sc.MaxCount, MaxBytes: sc.MaxBytes, Preload: sc.Preload, Pinned: sc.Pinned,
+			LowWater: sc.LowWater, MemoryBudget: sc.MemoryBudget, CheckInterval: sc.CheckInterval},
+		Piper: &voice.PiperOptions{
+			Session:         &ort.SessionOptions{Provider: ort.Provider(cfg.ONNX.Provider), IntraOpThreads: cfg.ONNX.Threads},
+			SentenceSilence: silence(cfg.Audio.SentenceSilence),
+			Logger:          log.With("component", "voice"),
+		},
+		Precision:     cfg.Voices.Precision,
+		Precisions:    cfg.Voices.Precisions,
+		Provider:      provider,
+		Store:         store,
+		ReleaseMemory: releaser.release,
+		Logger:        log.With("component", "voices"),
+	})
+}
+
+// daemonEngine is the engine as the daemon sees it (daemon.Engine): the
+// daemon declares what it needs in its own types, and stays free of cgo.
+type daemonEngine struct{ e *engine.Engine }
+
+var _ daemon.Engine = daemonEngine{}
+
+func (a daemonEngine) Voices() []string { return a.e.Voices() }
+
+func (a daemonEngine) CheckVoice(ctx context.Context, name string) error {
+	return a.e.CheckVoice(ctx, name)
+}
+
+func (a daemonEngine) Speak(ctx context.Context, s daemon.Speech, emit func(daemon.Chunk) error) error {
+	req := engine.Request{Voice: s.Voice, Speaker: s.Speaker, Text: s.Text, Rate: s.Rate,
+		NoCache: s.NoCache, Owner: s.Owner, Session: s.Session}
+	return a.e.Speak(ctx, req, func(c engine.Chunk) error {
+		return emit(daemon.Chunk{Index: c.Index, Last: c.Last, PCM: c.PCM, Silence: c.Silence, Cached: c.Cached})
+	})
+}
+
+// speakerBook is the engine's cloned speakers as the daemon sees them
+// (daemon.SpeakerStore).
+type speakerBook struct{ e *engine.Engine }
+
+var _ daemon.SpeakerStore = speakerBook{}
+
+func (b speakerBook) Enroll(ctx context.Context, e daemon.Enrollment) (daemon.SpeakerInfo, []daemon.SpeakerInfo, error) {
+	info, evicted, err := b.e.Enroll(ctx, engine.Enrollment{Owner: e.Owner, Name: e.Name, Voice: e.Voice, Audio: e.Audio})
+	if err != nil {
+		return daemon.SpeakerInfo{}, nil, err
+	}
+	gone := make([]daemon.SpeakerInfo, len(evicted))
+	for i, s := range evicted {
+		gone[i] = speakerInfo(s)
+	}
+	return speakerInfo(info), gone, nil
+}
+
+func (b speakerBook) Forget(owner, name string) (bool, error) { return b.e.Forget(owner, name) }
+
+func (b speakerBook) List() ([]daemon.SpeakerInfo, error) {
+	list := b.e.Speakers()
+	out := make([]daemon.SpeakerInfo, len(list))
+	for i, s := range list {
+		out[i] = speakerInfo(s)
+	}
+	return out, nil
+}
+
+func speakerInfo(s engine.SpeakerInfo) daemon.SpeakerInfo {
+	return daemon.SpeakerInfo{Owner: s.Owner, Name: s.Name, Voice: s.Voice, Created: s.Created}
+}
