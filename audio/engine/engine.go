@@ -311,9 +311,10 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 			return err
 		}
 		var (
-			key cache.PhraseKey
-			pcm audio.PCM
-			hit bool
+			key   cache.PhraseKey
+			pcm   audio.PCM
+			hit   bool
+			start = time.Now()
 		)
 		if useCache {
 			key = p.key(sentence)
@@ -324,7 +325,7 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 				return fmt.Errorf("sentence %d: %w", i+1, err)
 			}
 		}
-		c := Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm, Cached: hit}
+		c := Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm, Cached: hit, Took: time.Since(start)}
 		if !c.Last {
 			c.Silence = v.silence
 		}

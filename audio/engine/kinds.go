@@ -185,7 +185,8 @@ func piperVoice(name string, v *voice.Piper) *loadedVoice {
 		name: name, kind: kindPiper, info: info, silence: v.SilenceAfter(),
 		split: v.Split, close: v.Close,
 		prepare: func(_ context.Context, s Request) (*plan, error) {
-			prm, err := v.Resolve(voice.Request{Speaker: s.Speaker, Rate: s.Rate})
+			prm, err := v.Resolve(voice.Request{Speaker: s.Speaker, Rate: s.Rate,
+				LengthScale: s.LengthScale, NoiseScale: s.NoiseScale, NoiseW: s.NoiseW})
 			if err != nil {
 				return nil, err
 			}
@@ -215,7 +216,8 @@ func styleVoice(name string, v *voice.Style) *loadedVoice {
 		name: name, kind: kindStyle, info: info, silence: v.SilenceAfter(),
 		split: v.Split, close: v.Close,
 		prepare: func(_ context.Context, s Request) (*plan, error) {
-			prm, err := v.Resolve(voice.Request{Speaker: s.Speaker, Rate: s.Rate})
+			prm, err := v.Resolve(voice.Request{Speaker: s.Speaker, Rate: s.Rate,
+				LengthScale: s.LengthScale, NoiseScale: s.NoiseScale, NoiseW: s.NoiseW})
 			if err != nil {
 				return nil, err
 			}

@@ -21,6 +21,10 @@ type Request struct {
 	// an autoregressive decoder continues from the previous one (such
 	// audio is not cached).
 	Session string
+	// LengthScale, NoiseScale and NoiseW override a Piper voice's
+	// inference defaults when set (other kinds ignore them); the phrase
+	// cache keys the values used.
+	LengthScale, NoiseScale, NoiseW *float32
 }
 
 // Chunk is one synthesized sentence.
@@ -30,6 +34,9 @@ type Chunk struct {
 	PCM     audio.PCM
 	Silence time.Duration // pause to play after PCM
 	Cached  bool          // PCM came from the phrase cache, not from synthesis
+	// Took is how long the engine worked on the sentence: the cache
+	// lookup, and the synthesis on a miss.
+	Took time.Duration
 }
 
 // Enrollment asks for a cloned speaker made from a reference recording.
