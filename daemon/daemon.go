@@ -197,10 +197,10 @@ func waitTimeout(wg *sync.WaitGroup, timeout time.Duration) bool {
 	}
 }
 
-// Connected is for the transport wiring to call after every (re)connect:
-// it re-publishes discovery and state, asynchronously (it never blocks).
-// Run also publishes both when it starts, so a connect before Run needs no
-// call.
+// Connected re-publishes discovery and state, asynchronously (it never
+// blocks). Run hands it to Transport.Subscribe as the connected callback,
+// so the transport calls it after every later (re)connect; Run publishes
+// both itself once subscribed, so a connect before that needs no call.
 func (d *Daemon) Connected() { signal(d.discoveryDue) }
 
 // Healthy reports whether the worker is making progress: false while one
