@@ -250,7 +250,7 @@ func (vs *Engine) load(ctx context.Context, name string) (*loadedVoice, int64, e
 // memory pressure, or at shutdown): the session cache's Close.
 func (vs *Engine) unload(v *loadedVoice) error {
 	vs.log.Info("voice unloaded", "voice", v.name)
-	return v.close()
+	return v.model.close()
 }
 
 // Preload loads the default voice, then voices.sessions.preload, so that
@@ -293,37 +293,28 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 		return err
 	}
 	defer release()
-	p, err := v.prepare(ctx, s)
+	p, err := v.model.prepare(ctx, s)
 	if err != nil {
 		return err
 	}
-	sentences, err := p.sentences(v, s.Text)
+	sentences, err := p.split(s.Text)
 	if errors.Is(err, text.ErrEmptyText) {
 		return fmt.Errorf("%w: %w", ErrNothingToSay, err)
 	}
 	if err != nil {
 		return err
 	}
-	useCache := vs.store != nil && p.cacheable && !s.NoCache
+	_, cacheable := p.spec()
+	useCache := vs.store != nil && cacheable && !s.NoCache
 	var stored time.Duration // of this request's audio, in the phrase cache
 	for i, sentence := range sentences {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var (
-			key   cache.PhraseKey
-			pcm   audio.PCM
-			hit   bool
-			start = time.Now()
-		)
-		if useCache {
-			key = p.key(sentence)
-			pcm, hit = vs.cached(key)
-		}
-		if !hit {
-			if pcm, err = p.synth(ctx, sentence); err != nil {
-				return fmt.Errorf("sentence %d: %w", i+1, err)
-			}
+		start := time.Now()
+		key, pcm, hit, err := vs.sentence(ctx, p, sentence, useCache)
+		if err != nil {
+			return fmt.Errorf("sentence %d: %w", i+1, err)
 		}
 		c := Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm, Cached: hit, Took: time.Since(start)}
 		if !c.Last {
@@ -384,24 +375,23 @@ func (vs *Engine) PinPhrases(ctx context.Context, texts []string) error {
 		return err
 	}
 	defer release()
-	p, err := v.prepare(ctx, Request{})
+	p, err := v.model.prepare(ctx, Request{})
 	if err != nil {
 		return err
 	}
 	want := make(map[cache.PhraseKey]bool)
 	for _, text := range texts {
-		sentences, err := p.sentences(v, text)
+		sentences, err := p.split(text)
 		if err != nil {
 			return fmt.Errorf("pinned phrase %q: %w", text, err)
 		}
 		for _, sentence := range sentences {
-			key := p.key(sentence)
+			key, pcm, hit, err := vs.sentence(ctx, p, sentence, true)
+			if err != nil {
+				return fmt.Errorf("pinned phrase %q: %w", sentence, err)
+			}
 			want[key] = true
-			if _, hit := vs.cached(key); !hit {
-				pcm, err := p.synth(ctx, sentence)
-				if err != nil {
-					return fmt.Errorf("pinned phrase %q: %w", sentence, err)
-				}
+			if !hit {
 				data, err := audio.EncodePhrase(pcm)
 				if err != nil {
 					return fmt.Errorf("pinned phrase %q: %w", sentence, err)
@@ -425,19 +415,20 @@ func (vs *Engine) PinPhrases(ctx context.Context, texts []string) error {
 	return nil
 }
 
-// sentences cuts text into the plan's model runs.
-func (p *plan) sentences(v *loadedVoice, text string) ([]string, error) {
-	if p.split != nil {
-		return p.split(text)
+// sentence makes one sentence's audio under plan p: from the phrase
+// cache when useCache and it is there, else synthesized. It returns the
+// sentence's cache key (zero without useCache) and whether it was a hit.
+// Speak and PinPhrases share it.
+func (vs *Engine) sentence(ctx context.Context, p plan, sentence string, useCache bool) (cache.PhraseKey, audio.PCM, bool, error) {
+	var key cache.PhraseKey
+	if useCache {
+		key = phraseKey(p, sentence)
+		if pcm, hit := vs.cached(key); hit {
+			return key, pcm, true, nil
+		}
 	}
-	return v.split(text)
-}
-
-// key names one sentence's audio under the plan's settings.
-func (p *plan) key(sentence string) cache.PhraseKey {
-	spec := p.spec
-	spec.Text = sentence
-	return spec.Key()
+	pcm, err := p.synthesize(ctx, sentence)
+	return key, pcm, false, err
 }
 
 // cached returns a sentence's audio from the phrase cache. A damaged record

@@ -23,39 +23,45 @@ const (
 	kindPipeline = bundle.EnginePipeline
 )
 
-// loadedVoice is a voice in the session cache, whatever its engine: the
-// few things Engine does with every kind, as functions the kind's
-// adapter fills in.
+// loadedVoice is a voice in the session cache, whatever its kind.
 type loadedVoice struct {
 	name    string // the name it was asked for (the directory's)
 	kind    string
 	info    voice.Info
 	silence time.Duration // after every sentence but the last
-	split   func(text string) ([]string, error)
-	// prepare resolves a request against the voice: its sentence
-	// synthesizer and what makes its audio differ from another request's.
-	prepare func(ctx context.Context, s Request) (*plan, error)
-	close   func() error
+	model   model
 	// pipeline is set for a cloning voice: enrollment and its KV caches.
 	pipeline *voice.Pipeline
 	// precision is the variant loaded (fp32 is the original files).
 	precision string
 }
 
-// plan is a request resolved against a voice.
-type plan struct {
-	// spec names every setting that changes the audio; Text is filled in
-	// per sentence to make the phrase cache key.
-	spec cache.PhraseSpec
-	// cacheable is false when a sentence's audio depends on more than the
-	// spec: a conversation session carries the decoder's state over.
-	cacheable bool
-	// split cuts a text into what synth takes, one model run each: the
-	// voice's sentences, the over-long ones cut to the voice's cap on
-	// the audio of one run at this request's rate (nil: the voice's
-	// split).
-	split func(text string) ([]string, error)
-	synth func(ctx context.Context, sentence string) (audio.PCM, error)
+// A model is a loaded voice of one kind (Piper, style vector, pipeline)
+// as the engine drives it: the one thing that differs between kinds is
+// how a request is resolved against the voice.
+type model interface {
+	// prepare resolves a request against the voice.
+	prepare(ctx context.Context, r Request) (plan, error)
+	close() error
+}
+
+// A plan is a request resolved against a voice.
+type plan interface {
+	// spec names every setting that changes the audio (Text is filled
+	// in per sentence to make the phrase cache key); cacheable is false
+	// when a sentence's audio depends on more than the spec (a
+	// conversation session carries the decoder's state over).
+	spec() (spec cache.PhraseSpec, cacheable bool)
+	// split cuts a text into what synthesize takes, one model run each.
+	split(text string) ([]string, error)
+	synthesize(ctx context.Context, sentence string) (audio.PCM, error)
+}
+
+// phraseKey names one sentence's audio under a plan's settings.
+func phraseKey(p plan, sentence string) cache.PhraseKey {
+	spec, _ := p.spec()
+	spec.Text = sentence
+	return spec.Key()
 }
 
 // voiceKind says what engine the voice directory at path needs.
@@ -179,68 +185,107 @@ func (vs *Engine) choosePrecision(name, kind, path string) (string, error) {
 	return precision, err
 }
 
+// piperModel is a Piper voice. Its sentences are cut to the voice's cap
+// on the audio of one run at each request's rate.
+type piperModel struct {
+	name string
+	v    *voice.Piper
+}
+
+type piperPlan struct {
+	v      *voice.Piper
+	prm    voice.Params
+	phrase cache.PhraseSpec
+}
+
 func piperVoice(name string, v *voice.Piper) *loadedVoice {
-	info := v.Info()
-	return &loadedVoice{
-		name: name, kind: kindPiper, info: info, silence: v.SilenceAfter(),
-		split: v.Split, close: v.Close,
-		prepare: func(_ context.Context, s Request) (*plan, error) {
-			prm, err := v.Resolve(voice.Request{Speaker: s.Speaker, Rate: s.Rate,
-				LengthScale: s.LengthScale, NoiseScale: s.NoiseScale, NoiseW: s.NoiseW})
-			if err != nil {
-				return nil, err
-			}
-			return &plan{
-				spec: cache.PhraseSpec{
-					ModelDigest: info.Digest,
-					Voice:       name,
-					Speaker:     strconv.FormatInt(prm.Speaker, 10),
-					Params:      scaleParams(prm.NoiseScale, prm.LengthScale, prm.NoiseW),
-					Settings:    map[string]string{"engine": kindPiper, "phonemes": info.Phonemes},
-					SampleRate:  info.SampleRate,
-				},
-				cacheable: true,
-				split:     func(text string) ([]string, error) { return v.SplitFor(text, prm) },
-				synth: func(_ context.Context, sentence string) (audio.PCM, error) {
-					pcm, _, err := v.SynthesizeSentence(sentence, prm)
-					return pcm, err
-				},
-			}, nil
-		},
+	return &loadedVoice{name: name, kind: kindPiper, info: v.Info(), silence: v.SilenceAfter(), model: piperModel{name, v}}
+}
+
+func (m piperModel) prepare(_ context.Context, r Request) (plan, error) {
+	prm, err := m.v.Resolve(voice.Request{Speaker: r.Speaker, Rate: r.Rate,
+		LengthScale: r.LengthScale, NoiseScale: r.NoiseScale, NoiseW: r.NoiseW})
+	if err != nil {
+		return nil, err
 	}
+	info := m.v.Info()
+	return piperPlan{v: m.v, prm: prm, phrase: cache.PhraseSpec{
+		ModelDigest: info.Digest,
+		Voice:       m.name,
+		Speaker:     strconv.FormatInt(prm.Speaker, 10),
+		Params:      scaleParams(prm.NoiseScale, prm.LengthScale, prm.NoiseW),
+		Settings:    map[string]string{"engine": kindPiper, "phonemes": info.Phonemes},
+		SampleRate:  info.SampleRate,
+	}}, nil
+}
+
+func (m piperModel) close() error { return m.v.Close() }
+
+func (p piperPlan) spec() (cache.PhraseSpec, bool)      { return p.phrase, true }
+func (p piperPlan) split(text string) ([]string, error) { return p.v.SplitFor(text, p.prm) }
+func (p piperPlan) synthesize(_ context.Context, sentence string) (audio.PCM, error) {
+	pcm, _, err := p.v.SynthesizeSentence(sentence, p.prm)
+	return pcm, err
+}
+
+// styleModel is a style-vector voice (Kokoro-like): a pack of voices, one
+// speed.
+type styleModel struct {
+	name string
+	v    *voice.Style
+}
+
+type stylePlan struct {
+	v      *voice.Style
+	prm    voice.StyleParams
+	phrase cache.PhraseSpec
 }
 
 func styleVoice(name string, v *voice.Style) *loadedVoice {
-	info := v.Info()
-	return &loadedVoice{
-		name: name, kind: kindStyle, info: info, silence: v.SilenceAfter(),
-		split: v.Split, close: v.Close,
-		prepare: func(_ context.Context, s Request) (*plan, error) {
-			prm, err := v.Resolve(voice.Request{Speaker: s.Speaker, Rate: s.Rate,
-				LengthScale: s.LengthScale, NoiseScale: s.NoiseScale, NoiseW: s.NoiseW})
-			if err != nil {
-				return nil, err
-			}
-			return &plan{
-				spec: cache.PhraseSpec{
-					ModelDigest: info.Digest, // of voice.json, which pins every file's digest
-					Voice:       name,
-					Speaker:     prm.Voice,
-					Params:      map[string]float64{"speed": float64(prm.Speed)},
-					Settings:    map[string]string{"engine": kindStyle, "phonemes": info.Phonemes},
-					SampleRate:  info.SampleRate,
-				},
-				cacheable: true,
-				synth: func(_ context.Context, sentence string) (audio.PCM, error) {
-					pcm, _, err := v.SynthesizeSentence(sentence, prm)
-					return pcm, err
-				},
-			}, nil
-		},
-	}
+	return &loadedVoice{name: name, kind: kindStyle, info: v.Info(), silence: v.SilenceAfter(), model: styleModel{name, v}}
 }
 
-// loadPipeline loads a cloning voice (speaker encoder, decoder, vocoder).
+func (m styleModel) prepare(_ context.Context, r Request) (plan, error) {
+	prm, err := m.v.Resolve(voice.Request{Speaker: r.Speaker, Rate: r.Rate})
+	if err != nil {
+		return nil, err
+	}
+	info := m.v.Info()
+	return stylePlan{v: m.v, prm: prm, phrase: cache.PhraseSpec{
+		ModelDigest: info.Digest, // of voice.json, which pins every file's digest
+		Voice:       m.name,
+		Speaker:     prm.Voice,
+		Params:      map[string]float64{"speed": float64(prm.Speed)},
+		Settings:    map[string]string{"engine": kindStyle, "phonemes": info.Phonemes},
+		SampleRate:  info.SampleRate,
+	}}, nil
+}
+
+func (m styleModel) close() error { return m.v.Close() }
+
+func (p stylePlan) spec() (cache.PhraseSpec, bool)      { return p.phrase, true }
+func (p stylePlan) split(text string) ([]string, error) { return p.v.Split(text) }
+func (p stylePlan) synthesize(_ context.Context, sentence string) (audio.PCM, error) {
+	pcm, _, err := p.v.SynthesizeSentence(sentence, p.prm)
+	return pcm, err
+}
+
+// pipelineModel is a cloning voice (speaker encoder, decoder, vocoder):
+// its speakers are embeddings from the cache file.
+type pipelineModel struct {
+	name string
+	p    *voice.Pipeline
+	vs   *Engine // for the cloned speakers
+}
+
+type pipelinePlan struct {
+	p       *voice.Pipeline
+	prm     voice.PipelineParams
+	phrase  cache.PhraseSpec
+	session bool
+}
+
+// loadPipeline loads a cloning voice.
 func (vs *Engine) loadPipeline(name, path, precision string) (*loadedVoice, error) {
 	p, err := voice.LoadPipeline(vs.rt, path, &voice.PipelineOptions{
 		Session: vs.opts.Session, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger, Precision: precision,
@@ -248,43 +293,44 @@ func (vs *Engine) loadPipeline(name, path, precision string) (*loadedVoice, erro
 	if err != nil {
 		return nil, err
 	}
-	info := p.Info()
-	return &loadedVoice{
-		name: name, kind: kindPipeline, info: info.Info, silence: p.SilenceAfter(),
-		split: p.Split, close: p.Close, pipeline: p,
-		prepare: func(_ context.Context, s Request) (*plan, error) {
-			req := voice.PipelineRequest{Session: s.Session, Rate: s.Rate}
-			if s.Speaker != "" {
-				e, err := vs.speaker(s.Owner, s.Speaker, p)
-				if err != nil {
-					return nil, err
-				}
-				req.Speaker = &e
-			}
-			prm, err := p.Resolve(req)
-			if err != nil {
-				return nil, err
-			}
-			return &plan{
-				spec: cache.PhraseSpec{
-					ModelDigest: info.Digest, // of voice.json, which pins the three models
-					Voice:       name,
-					// The embedding, not the name: a speaker enrolled again
-					// from another recording is another voice.
-					Speaker:    "embedding:" + prm.SpeakerDigest,
-					Params:     scaleParams(prm.NoiseScale, prm.LengthScale, prm.NoiseW),
-					Settings:   map[string]string{"engine": kindPipeline, "phonemes": info.Phonemes},
-					SampleRate: info.SampleRate,
-				},
-				// A session's sentence depends on what was said before it.
-				cacheable: s.Session == "",
-				synth: func(ctx context.Context, sentence string) (audio.PCM, error) {
-					pcm, _, err := p.SynthesizeSentence(ctx, sentence, prm)
-					return pcm, err
-				},
-			}, nil
-		},
-	}, nil
+	return &loadedVoice{name: name, kind: kindPipeline, info: p.Info().Info, silence: p.SilenceAfter(),
+		model: pipelineModel{name, p, vs}, pipeline: p}, nil
+}
+
+func (m pipelineModel) prepare(_ context.Context, r Request) (plan, error) {
+	req := voice.PipelineRequest{Session: r.Session, Rate: r.Rate}
+	if r.Speaker != "" {
+		e, err := m.vs.speaker(r.Owner, r.Speaker, m.p)
+		if err != nil {
+			return nil, err
+		}
+		req.Speaker = &e
+	}
+	prm, err := m.p.Resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	info := m.p.Info()
+	return pipelinePlan{p: m.p, prm: prm, session: r.Session != "", phrase: cache.PhraseSpec{
+		ModelDigest: info.Digest, // of voice.json, which pins the three models
+		Voice:       m.name,
+		// The embedding, not the name: a speaker enrolled again from
+		// another recording is another voice.
+		Speaker:    "embedding:" + prm.SpeakerDigest,
+		Params:     scaleParams(prm.NoiseScale, prm.LengthScale, prm.NoiseW),
+		Settings:   map[string]string{"engine": kindPipeline, "phonemes": info.Phonemes},
+		SampleRate: info.SampleRate,
+	}}, nil
+}
+
+func (m pipelineModel) close() error { return m.p.Close() }
+
+// A session's sentence depends on what was said before it: not cacheable.
+func (p pipelinePlan) spec() (cache.PhraseSpec, bool)      { return p.phrase, !p.session }
+func (p pipelinePlan) split(text string) ([]string, error) { return p.p.Split(text) }
+func (p pipelinePlan) synthesize(ctx context.Context, sentence string) (audio.PCM, error) {
+	pcm, _, err := p.p.SynthesizeSentence(ctx, sentence, p.prm)
+	return pcm, err
 }
 
 // speaker finds a cloned speaker for a request of owner: the owner's own

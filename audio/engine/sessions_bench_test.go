@@ -194,14 +194,14 @@ func fillPhraseCache(b *testing.B, vs *Engine, path string, maxBytes int64) ([]c
 	}
 	defer release()
 	var base []audio.PCM
-	var plans []*plan
+	var plans []plan
 	for _, spk := range demo.Speakers() {
-		p, err := v.prepare(context.Background(), Request{Speaker: spk.Name})
+		p, err := v.model.prepare(context.Background(), Request{Speaker: spk.Name})
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, sentence := range benchSentences() {
-			pcm, err := p.synth(context.Background(), sentence)
+			pcm, err := p.synthesize(context.Background(), sentence)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -229,7 +229,7 @@ fill:
 			total += int64(len(data))
 			raw += 2 * int64(len(scaled.Samples))
 			records = append(records, data)
-			keys = append(keys, plans[i].key(fmt.Sprintf("round %d: sentence %d", round, i)))
+			keys = append(keys, phraseKey(plans[i], fmt.Sprintf("round %d: sentence %d", round, i)))
 		}
 	}
 	s, err := cache.Open(path, &cache.Options{MaxBytes: maxBytes})
