@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/speech"
 )
 
 // Message is one MQTT message as the daemon sees it.
@@ -52,32 +53,14 @@ type Transport interface {
 	Publish(ctx context.Context, topic string, payload []byte, retained bool) error
 }
 
-// Speech is what the daemon asks an engine to say.
-type Speech struct {
-	Voice   string // a name from Engine.Voices; "" is the default voice
-	Speaker string
-	Text    string
-	Rate    float64 // 0 means 1
-	// NoCache asks the engine neither to read nor to write a phrase
-	// cache for this request ("cache": false in the payload).
-	NoCache bool
-	// Owner is the request's owner (its topic); the engine resolves
-	// Speaker among the owner's and the shared cloned speakers, and wraps
-	// ErrUnknownSpeaker when there is none of that name.
-	Owner string
-	// Session groups the utterances of one conversation: an engine with
-	// an autoregressive decoder continues from the previous one.
-	Session string
-}
-
-// Chunk is one synthesized sentence.
-type Chunk struct {
-	Index   int
-	Last    bool
-	PCM     audio.PCM
-	Silence time.Duration // pause to play after PCM
-	Cached  bool          // PCM came from a phrase cache, not from synthesis
-}
+// Speech is what the daemon asks an engine to say, and Chunk one
+// sentence that comes back: package speech's types, which the engine
+// (audio/engine) speaks too. The engine resolves Speech.Speaker among the
+// owner's and the shared cloned speakers.
+type (
+	Speech = speech.Request
+	Chunk  = speech.Chunk
+)
 
 // Engine synthesizes speech. Speak calls emit once per sentence, in order,
 // and emits sentence n before it synthesizes sentence n+1. It should wrap

@@ -98,7 +98,7 @@ func benchPublish(b *testing.B, cached bool) {
 		b.Fatal(err)
 	}
 	sink := &firstWriteSink{NullSink: null, first: make(chan time.Time, 1)}
-	opts := &daemon.Options{Node: "bench", Transport: client, Engine: daemonEngine{voices}, Sink: sink, DefaultVoice: voices.Default()}
+	opts := &daemon.Options{Node: "bench", Transport: client, Engine: voices, Sink: sink, DefaultVoice: voices.Default()}
 	if store != nil {
 		opts.Spool, opts.Cache = storeSpool{store}, storePhrases{store}
 	}

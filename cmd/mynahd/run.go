@@ -86,7 +86,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	opts := &daemon.Options{
 		Node:            cfg.Node,
 		Transport:       client,
-		Engine:          daemonEngine{voices},
+		Engine:          voices,
 		Sink:            sink,
 		DiscoveryPrefix: cfg.MQTT.DiscoveryPrefix,
 		QueueSize:       cfg.Queue.Size,

@@ -62,25 +62,9 @@ func openVoices(rt *ort.Runtime, cfg Config, store *cache.Store, notify *notifie
 	})
 }
 
-// daemonEngine is the engine as the daemon sees it (daemon.Engine): the
-// daemon declares what it needs in its own types, and stays free of cgo.
-type daemonEngine struct{ e *engine.Engine }
-
-var _ daemon.Engine = daemonEngine{}
-
-func (a daemonEngine) Voices() []string { return a.e.Voices() }
-
-func (a daemonEngine) CheckVoice(ctx context.Context, name string) error {
-	return a.e.CheckVoice(ctx, name)
-}
-
-func (a daemonEngine) Speak(ctx context.Context, s daemon.Speech, emit func(daemon.Chunk) error) error {
-	req := engine.Request{Voice: s.Voice, Speaker: s.Speaker, Text: s.Text, Rate: s.Rate,
-		NoCache: s.NoCache, Owner: s.Owner, Session: s.Session}
-	return a.e.Speak(ctx, req, func(c engine.Chunk) error {
-		return emit(daemon.Chunk{Index: c.Index, Last: c.Last, PCM: c.PCM, Silence: c.Silence, Cached: c.Cached})
-	})
-}
+// The engine speaks the daemon's words (package speech), so it is the
+// daemon's Engine as it is.
+var _ daemon.Engine = (*engine.Engine)(nil)
 
 // speakerBook is the engine's cloned speakers as the daemon sees them
 // (daemon.SpeakerStore).

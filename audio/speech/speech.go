@@ -1,0 +1,45 @@
+// Package speech is the vocabulary between front ends (mynahd's MQTT
+// daemon, mynah say) and the speech engine (audio/engine): what to say,
+// and the sentences that come back. It is plain data, free of cgo, so
+// that the daemon, which must build without cgo, shares these types with
+// the engine instead of keeping copies.
+package speech
+
+import (
+	"time"
+
+	"github.com/mynah-tts/mynah/audio"
+)
+
+// Request is what a front end asks a speech engine to say.
+type Request struct {
+	Voice   string // a name from the engine's Voices; "" is the default voice
+	Speaker string // a Piper speaker, a style pack's voice, or a cloned speaker
+	Text    string
+	Rate    float64 // 0 means 1
+	// NoCache neither reads nor writes the phrase cache for this request.
+	NoCache bool
+	// Owner is whose cloned speakers Speaker is looked up among (then the
+	// shared ones).
+	Owner string
+	// Session groups the utterances of one conversation: an engine with
+	// an autoregressive decoder continues from the previous one (such
+	// audio is not cached).
+	Session string
+	// LengthScale, NoiseScale and NoiseW override a Piper voice's
+	// inference defaults when set (other kinds ignore them); the phrase
+	// cache keys the values used.
+	LengthScale, NoiseScale, NoiseW *float32
+}
+
+// Chunk is one synthesized sentence.
+type Chunk struct {
+	Index   int
+	Last    bool
+	PCM     audio.PCM
+	Silence time.Duration // pause to play after PCM
+	Cached  bool          // PCM came from the phrase cache, not from synthesis
+	// Took is how long the engine worked on the sentence: the cache
+	// lookup, and the synthesis on a miss.
+	Took time.Duration
+}
