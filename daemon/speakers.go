@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/speech"
 )
 
 // Speakers are voices cloned from reference recordings. A speaker belongs
@@ -39,25 +40,12 @@ const (
 	maxPendingEnrolls = 4
 )
 
-// Enrollment is a decoded speaker/enroll command.
-type Enrollment struct {
-	ID    string // the command's id, echoed in its events
-	Owner string // "" = shared
-	Name  string
-	// Voice names the voice whose speaker encoder makes the embedding; ""
-	// lets the store choose (the default voice if it can clone, else the
-	// first voice that can).
-	Voice string
-	Audio audio.PCM
-}
-
-// SpeakerInfo describes an enrolled speaker (never its embedding).
-type SpeakerInfo struct {
-	Owner   string    `json:"owner,omitempty"`
-	Name    string    `json:"name"`
-	Voice   string    `json:"voice,omitempty"`
-	Created time.Time `json:"created"`
-}
+// Enrollment is a speaker/enroll command and SpeakerInfo an enrolled
+// speaker (package speech's types, which the engine speaks too).
+type (
+	Enrollment  = speech.Enrollment
+	SpeakerInfo = speech.SpeakerInfo
+)
 
 // SpeakerStore computes, keeps and forgets speakers. Enroll may take a
 // while (it runs the speaker encoder) and is called off the MQTT handler,

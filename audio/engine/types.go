@@ -1,37 +1,16 @@
 package engine
 
-import (
-	"time"
+import "github.com/mynah-tts/mynah/audio/speech"
 
-	"github.com/mynah-tts/mynah/audio"
-	"github.com/mynah-tts/mynah/audio/speech"
-)
-
-// Request and Chunk are the words front ends and the engine speak in
+// Request, Chunk, Enrollment and SpeakerInfo are the words front ends
+// and the engine speak in
 // (package speech, which the cgo-free daemon imports too).
 type (
-	Request = speech.Request
-	Chunk   = speech.Chunk
+	Request     = speech.Request
+	Chunk       = speech.Chunk
+	Enrollment  = speech.Enrollment
+	SpeakerInfo = speech.SpeakerInfo
 )
-
-// Enrollment asks for a cloned speaker made from a reference recording.
-type Enrollment struct {
-	Owner string // "" = shared
-	Name  string
-	// Voice names the voice whose speaker encoder makes the embedding; ""
-	// is the default voice if it can clone, else the first that can.
-	Voice string
-	Audio audio.PCM
-}
-
-// SpeakerInfo describes a cloned speaker (never its embedding).
-type SpeakerInfo struct {
-	Owner, Name string
-	// Voice is the loaded voice whose encoder made it ("" when none is
-	// loaded); Created when it was enrolled.
-	Voice   string
-	Created time.Time
-}
 
 // Errors of the engine. They carry the reason mynahd's events report them
 // with (Reason), which front ends without those words can ignore; the

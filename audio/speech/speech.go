@@ -43,3 +43,25 @@ type Chunk struct {
 	// lookup, and the synthesis on a miss.
 	Took time.Duration
 }
+
+// Enrollment asks for a cloned speaker made from a reference recording.
+type Enrollment struct {
+	ID    string // the command's id, echoed in its events (mynahd)
+	Owner string // "" = shared
+	Name  string
+	// Voice names the voice whose speaker encoder makes the embedding; ""
+	// is the default voice if it can clone, else the first that can.
+	Voice string
+	Audio audio.PCM
+}
+
+// SpeakerInfo describes a cloned speaker (never its embedding); the JSON
+// is the daemon's retained speaker lists.
+type SpeakerInfo struct {
+	Owner string `json:"owner,omitempty"`
+	Name  string `json:"name"`
+	// Voice is the loaded voice whose encoder made it ("" when none is
+	// loaded).
+	Voice   string    `json:"voice,omitempty"`
+	Created time.Time `json:"created"`
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -66,35 +65,10 @@ func openVoices(rt *ort.Runtime, cfg Config, store *cache.Store, notify *notifie
 // daemon's Engine as it is.
 var _ daemon.Engine = (*engine.Engine)(nil)
 
-// speakerBook is the engine's cloned speakers as the daemon sees them
-// (daemon.SpeakerStore).
-type speakerBook struct{ e *engine.Engine }
+// speakerBook is the engine's cloned speakers as the daemon's
+// SpeakerStore.
+type speakerBook struct{ *engine.Engine }
 
 var _ daemon.SpeakerStore = speakerBook{}
 
-func (b speakerBook) Enroll(ctx context.Context, e daemon.Enrollment) (daemon.SpeakerInfo, []daemon.SpeakerInfo, error) {
-	info, evicted, err := b.e.Enroll(ctx, engine.Enrollment{Owner: e.Owner, Name: e.Name, Voice: e.Voice, Audio: e.Audio})
-	if err != nil {
-		return daemon.SpeakerInfo{}, nil, err
-	}
-	gone := make([]daemon.SpeakerInfo, len(evicted))
-	for i, s := range evicted {
-		gone[i] = speakerInfo(s)
-	}
-	return speakerInfo(info), gone, nil
-}
-
-func (b speakerBook) Forget(owner, name string) (bool, error) { return b.e.Forget(owner, name) }
-
-func (b speakerBook) List() ([]daemon.SpeakerInfo, error) {
-	list := b.e.Speakers()
-	out := make([]daemon.SpeakerInfo, len(list))
-	for i, s := range list {
-		out[i] = speakerInfo(s)
-	}
-	return out, nil
-}
-
-func speakerInfo(s engine.SpeakerInfo) daemon.SpeakerInfo {
-	return daemon.SpeakerInfo{Owner: s.Owner, Name: s.Name, Voice: s.Voice, Created: s.Created}
-}
+func (b speakerBook) List() ([]daemon.SpeakerInfo, error) { return b.Speakers(), nil }
