@@ -111,6 +111,7 @@ func TestVoiceDemoKits(t *testing.T) {
 }
 
 func TestSayToWAV(t *testing.T) {
+	isolateUserCache(t)
 	dir := t.TempDir()
 	if _, _, err := mynah(t, "voice", "demo", "--out", dir); err != nil {
 		t.Fatal(err)
@@ -158,6 +159,7 @@ func TestMain(m *testing.M) { audiotest.Main(m, &alsaCapture) }
 // TestSayThroughPortAudio: what "mynah say" played through PortAudio is,
 // byte for byte, what it writes to a WAV file for the same request.
 func TestSayThroughPortAudio(t *testing.T) {
+	isolateUserCache(t)
 	dir := t.TempDir()
 	if _, _, err := mynah(t, "voice", "demo", "--out", dir); err != nil {
 		t.Fatal(err)
