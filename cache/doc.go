@@ -10,7 +10,8 @@
 // corrupt file aside and starts a fresh one, and failed writes are
 // returned and counted, never panicked.
 //
-// Sessions is an in-memory LRU of loaded model sessions.
+// The warm-voice LRU and its memory-pressure probes never touch the file,
+// so they live with the speech engine (package audio/engine), not here.
 //
 // The package never imports the daemon, MQTT or cgo packages; values are
 // opaque bytes (the daemon stores audio encoded by the audio package's

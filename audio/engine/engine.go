@@ -44,7 +44,7 @@ type Engine struct {
 	// sessions keeps loaded voices warm (LRU bounded as Sessions says,
 	// the default voice and Sessions.Pinned pinned, idle ones closed
 	// under memory pressure); concurrent first uses load a voice once.
-	sessions *cache.Sessions[*loadedVoice]
+	sessions *sessionLRU[*loadedVoice]
 	// loading, when set, is called as a load starts: tests hold a load
 	// there to make callers meet it.
 	loading func(name string)
@@ -99,7 +99,7 @@ type Options struct {
 
 // SessionOptions bound the voices kept loaded (mynahd's voices.sessions).
 type SessionOptions struct {
-	// MaxCount bounds the voices kept loaded (0: cache.DefaultMaxSessions);
+	// MaxCount bounds the voices kept loaded (0: DefaultMaxSessions);
 	// MaxBytes their summed model sizes (0: no bound).
 	MaxCount int
 	MaxBytes int64
@@ -168,7 +168,7 @@ func Open(o *Options) (*Engine, error) {
 	mem := so.Memory.(sessionMemory)
 	mem.lowWater, mem.relieve = sc.LowWater, vs.relieveKV
 	so.Memory = mem
-	vs.sessions = cache.NewSessions(so)
+	vs.sessions = newSessionLRU(so)
 	if o.ReleaseMemory != nil {
 		vs.keeper = startMemoryKeeper(o.ReleaseMemory, memoryIdleRelease, memoryBusyRelease)
 	}

@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-
-	"github.com/mynah-tts/mynah/cache"
 )
 
 // sessionOptions translates voices.sessions into the session cache's
@@ -18,19 +16,19 @@ import (
 func sessionOptions(sc SessionOptions, def string,
 	load func(context.Context, string) (*loadedVoice, int64, error),
 	unload func(*loadedVoice) error, log *slog.Logger,
-) *cache.SessionOptions[*loadedVoice] {
+) *lruOptions[*loadedVoice] {
 	pinned := append([]string{def}, sc.Pinned...)
-	var budget cache.MemoryProbe
+	var budget memoryProbe
 	if sc.MemoryBudget > 0 {
-		budget = cache.BudgetMemory{Budget: sc.MemoryBudget, Used: anonResidentBytes}
+		budget = budgetMemory{Budget: sc.MemoryBudget, Used: anonResidentBytes}
 	}
-	return &cache.SessionOptions[*loadedVoice]{
+	return &lruOptions[*loadedVoice]{
 		Load:           load,
 		Close:          unload,
 		MaxCount:       sc.MaxCount,
 		MaxBytes:       sc.MaxBytes,
 		Pinned:         pinned,
-		Memory:         sessionMemory{cgroup: cache.CgroupMemory{}, budget: budget},
+		Memory:         sessionMemory{cgroup: cgroupMemory{}, budget: budget},
 		LowWater:       sc.LowWater,
 		MemoryInterval: sc.CheckInterval,
 		Logger:         log,
@@ -42,8 +40,8 @@ func sessionOptions(sc SessionOptions, def string,
 // limit), because that is what the kernel enforces; else the configured
 // budget; else no answer, and no voice is closed for pressure.
 type sessionMemory struct {
-	cgroup cache.MemoryProbe
-	budget cache.MemoryProbe // nil without voices.sessions.memory_budget
+	cgroup memoryProbe
+	budget memoryProbe // nil without voices.sessions.memory_budget
 	// relieve, when memory is below lowWater, frees what is cheapest to
 	// rebuild (the cloning voices' KV state) before the session cache
 	// closes voices, and returns the bytes it freed.
@@ -51,9 +49,9 @@ type sessionMemory struct {
 	relieve  func(shortfall int64) int64
 }
 
-var _ cache.MemoryProbe = sessionMemory{}
+var _ memoryProbe = sessionMemory{}
 
-// Available implements cache.MemoryProbe. What relieve frees counts as
+// Available implements memoryProbe. What relieve frees counts as
 // available at once: the Go heap gives it back to the kernel only later.
 func (m sessionMemory) Available() (int64, bool) {
 	avail, ok := m.probe()

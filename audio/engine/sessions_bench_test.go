@@ -44,7 +44,7 @@ func BenchmarkVoiceSwitch(b *testing.B) {
 	enginetest.WriteVoices(b, dir, "warm1", "warm2", "cold")
 	log := slog.New(slog.DiscardHandler)
 	// No memory checks: pressure must not evict the warm voices mid-run.
-	sc := SessionOptions{MaxCount: cache.DefaultMaxSessions}
+	sc := SessionOptions{MaxCount: DefaultMaxSessions}
 	vs, err := Open(&Options{Runtime: enginetest.OpenRuntime(b), Dir: dir, Default: "warm1", Sessions: sc, Piper: &voice.PiperOptions{Logger: log}, Logger: log})
 	if err != nil {
 		b.Fatal(err)
@@ -126,7 +126,7 @@ func BenchmarkFullPhraseCache(b *testing.B) {
 	dir := b.TempDir()
 	enginetest.WriteVoices(b, dir, demo.Name)
 	log := slog.New(slog.DiscardHandler)
-	vs, err := Open(&Options{Runtime: enginetest.OpenRuntime(b), Dir: dir, Sessions: SessionOptions{MaxCount: cache.DefaultMaxSessions, LowWater: 64 << 20, CheckInterval: 30 * time.Second},
+	vs, err := Open(&Options{Runtime: enginetest.OpenRuntime(b), Dir: dir, Sessions: SessionOptions{MaxCount: DefaultMaxSessions, LowWater: 64 << 20, CheckInterval: 30 * time.Second},
 		Piper: &voice.PiperOptions{Logger: log}, Logger: log})
 	if err != nil {
 		b.Fatal(err)

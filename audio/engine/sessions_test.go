@@ -18,7 +18,6 @@ import (
 	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
-	"github.com/mynah-tts/mynah/cache"
 )
 
 // noCgroup is a memory probe without an answer, so that a test does not
@@ -42,7 +41,7 @@ func testEngine(t *testing.T, dir, def string, sc SessionOptions) (*Engine, *eng
 	m := opts.Memory.(sessionMemory)
 	m.cgroup = noCgroup{}
 	opts.Memory = m
-	vs.sessions = cache.NewSessions(opts)
+	vs.sessions = newSessionLRU(opts)
 	t.Cleanup(func() { vs.Close() })
 	return vs, rec
 }
@@ -63,7 +62,7 @@ func speak(t *testing.T, vs *Engine, voiceName string) {
 
 // testSessions are mynahd's default bounds without the memory checks.
 func testSessions() SessionOptions {
-	return SessionOptions{MaxCount: cache.DefaultMaxSessions}
+	return SessionOptions{MaxCount: DefaultMaxSessions}
 }
 
 // TestSessionsEvictLeastRecentlyUsed: past max_count the least recently
@@ -185,7 +184,7 @@ func TestSessionMemory(t *testing.T) {
 		{"cgroup wins", sessionMemory{cgroup: fixedProbe{100, true}, budget: fixedProbe{5, true}}, 100, true},
 		{"budget without cgroup limit", sessionMemory{cgroup: fixedProbe{0, false}, budget: fixedProbe{-5, true}}, -5, true},
 		{"neither", sessionMemory{cgroup: fixedProbe{0, false}}, 0, false},
-		{"budget without answer", sessionMemory{cgroup: fixedProbe{0, false}, budget: cache.BudgetMemory{}}, 0, false},
+		{"budget without answer", sessionMemory{cgroup: fixedProbe{0, false}, budget: budgetMemory{}}, 0, false},
 	}
 	for _, tt := range tests {
 		if avail, ok := tt.m.Available(); avail != tt.avail || ok != tt.answer {
@@ -214,7 +213,7 @@ func TestSessionOptions(t *testing.T) {
 	if !ok || m.budget == nil {
 		t.Fatalf("memory probe %#v, want a budget behind the cgroup", o.Memory)
 	}
-	if b := m.budget.(cache.BudgetMemory); b.Budget != 1<<30 {
+	if b := m.budget.(budgetMemory); b.Budget != 1<<30 {
 		t.Fatalf("budget %d", b.Budget)
 	}
 	if sc.MemoryBudget = 0; sessionOptions(sc, "dflt", nil, nil, nil).Memory.(sessionMemory).budget != nil {

@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mynah-tts/mynah/audio/engine"
 	"github.com/mynah-tts/mynah/cache"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
@@ -145,7 +146,7 @@ type SessionsConfig struct {
 	// MaxCount bounds the voices kept loaded, 1 to MaxSessionVoices; the
 	// least recently used unpinned idle voice is closed first. It must hold
 	// the default voice, Preload and Pinned together. Default
-	// cache.DefaultMaxSessions (4).
+	// engine.DefaultMaxSessions (4).
 	MaxCount int `yaml:"max_count"`
 	// MaxBytes bounds the summed model file sizes of the loaded voices (a
 	// session takes at least its file's size in memory); 0 (default) means
@@ -295,7 +296,7 @@ func DefaultConfig() Config {
 			Precision:  "auto",
 			Precisions: map[string]string{},
 			Sessions: SessionsConfig{
-				MaxCount:      cache.DefaultMaxSessions,
+				MaxCount:      engine.DefaultMaxSessions,
 				Preload:       []string{},
 				Pinned:        []string{},
 				LowWater:      64 << 20,

@@ -1,4 +1,4 @@
-package cache
+package engine
 
 import (
 	"context"
@@ -16,8 +16,8 @@ const coldLoadDelay = 20 * time.Millisecond
 // cost with a warm session) against a cold one whose Load sleeps
 // coldLoadDelay, and reports both and their ratio.
 func BenchmarkSessionsWarmVsCold(b *testing.B) {
-	newCache := func() *Sessions[int] {
-		return NewSessions(&SessionOptions[int]{
+	newCache := func() *sessionLRU[int] {
+		return newSessionLRU(&lruOptions[int]{
 			MaxCount: 2,
 			Load: func(ctx context.Context, key string) (int, int64, error) {
 				select {
@@ -74,7 +74,7 @@ func BenchmarkSessionsWarmVsCold(b *testing.B) {
 // BenchmarkSessionsConcurrentWarm is the warm path under contention: all
 // Gets share one mutex.
 func BenchmarkSessionsConcurrentWarm(b *testing.B) {
-	s := NewSessions(&SessionOptions[int]{
+	s := newSessionLRU(&lruOptions[int]{
 		Load: func(context.Context, string) (int, int64, error) { return 1, 1, nil },
 	})
 	defer s.Close()
@@ -110,7 +110,7 @@ func BenchmarkCgroupMemory(b *testing.B) {
 		svc + "/memory.current":   "167772160\n",
 		svc + "/memory.stat":      realMemoryStat,
 	})
-	c := CgroupMemory{Root: root, SelfCgroup: filepath.Join(root, "self")}
+	c := cgroupMemory{Root: root, SelfCgroup: filepath.Join(root, "self")}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, ok := c.Available(); !ok {

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package voice_test
+package engine
 
 import (
 	"bufio"
@@ -12,16 +12,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"github.com/mynah-tts/mynah/audio/voice"
-	"github.com/mynah-tts/mynah/cache"
+	"github.com/mynah-tts/mynah/audio/voice/demo"
 )
 
 // TestSessionCacheLoadEvictRSSLevels loads and evicts the demo voice through
-// cache.Sessions 100 times; if closing leaked ORT memory, RSS would grow by
+// the session LRU 100 times; if closing leaked ORT memory, RSS would grow by
 // about a session per cycle instead of levelling off.
 func TestSessionCacheLoadEvictRSSLevels(t *testing.T) {
-	rt, dir := openRuntime(t), demoVoice(t)
-	s := cache.NewSessions(&cache.SessionOptions[*voice.Piper]{
+	rt, dir := enginetest.OpenRuntime(t), t.TempDir()
+	if _, err := demo.Write(dir, nil); err != nil {
+		t.Fatalf("demo voice: %v", err)
+	}
+	s := newSessionLRU(&lruOptions[*voice.Piper]{
 		MaxCount: 1,
 		Load: func(ctx context.Context, key string) (*voice.Piper, int64, error) {
 			v, err := voice.LoadPiper(rt, key, nil)

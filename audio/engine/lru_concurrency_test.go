@@ -1,4 +1,4 @@
-package cache
+package engine
 
 import (
 	"context"
@@ -14,7 +14,7 @@ func TestSessionsConcurrentColdGetLoadsOnce(t *testing.T) {
 	const callers = 50
 	l := newFakeLoader()
 	l.gate = make(chan struct{})
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{})
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{})
 
 	got := make(chan *fakeSession, callers)
 	var wg sync.WaitGroup
@@ -61,7 +61,7 @@ func TestSessionsFirstWaiterCancelDoesNotFailOthers(t *testing.T) {
 		}
 		return nil
 	}
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{})
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{})
 
 	firstCtx, cancelFirst := context.WithCancel(context.Background())
 	firstErr := make(chan error, 1)
@@ -106,7 +106,7 @@ func TestSessionsFirstWaiterCancelDoesNotFailOthers(t *testing.T) {
 func TestSessionsAllWaitersCancelStopsLoad(t *testing.T) {
 	l := newFakeLoader()
 	l.gate = make(chan struct{})
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{})
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -139,7 +139,7 @@ func TestSessionsLoadErrorNotCached(t *testing.T) {
 		}
 		return nil
 	}
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{})
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{})
 	if _, _, err := s.Get(t.Context(), "v"); !errors.Is(err, errBroken) {
 		t.Fatalf("Get: %v, want errBroken", err)
 	}
@@ -158,7 +158,7 @@ func TestSessionsPreload(t *testing.T) {
 		}
 		return nil
 	}
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{})
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{})
 	err := s.Preload(t.Context(), "a", "missing", "b")
 	if !errors.Is(err, errMissing) {
 		t.Errorf("Preload: %v, want errMissing", err)
@@ -173,7 +173,7 @@ func TestSessionsPreload(t *testing.T) {
 func TestSessionsClose(t *testing.T) {
 	l := newFakeLoader()
 	l.closeErr = errors.New("release failed")
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{})
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{})
 	touch(t, s, "idle")
 	busy, releaseBusy := get(t, s, "busy")
 
@@ -190,8 +190,8 @@ func TestSessionsClose(t *testing.T) {
 	if err := s.Close(); !errors.Is(err, l.closeErr) {
 		t.Errorf("Close: %v, want the session's close error", err)
 	}
-	if err := <-loadErr; !errors.Is(err, ErrSessionsClosed) {
-		t.Errorf("Get during Close: %v, want ErrSessionsClosed", err)
+	if err := <-loadErr; !errors.Is(err, errSessionsClosed) {
+		t.Errorf("Get during Close: %v, want errSessionsClosed", err)
 	}
 	if got := l.closedKeys(); len(got) != 1 || got[0] != "idle" {
 		t.Errorf("closed %v, want [idle]", got)
@@ -203,11 +203,11 @@ func TestSessionsClose(t *testing.T) {
 	if busy.closes.Load() != 1 {
 		t.Error("session in use not closed by its release after Close")
 	}
-	if _, _, err := s.Get(t.Context(), "idle"); !errors.Is(err, ErrSessionsClosed) {
-		t.Errorf("Get after Close: %v, want ErrSessionsClosed", err)
+	if _, _, err := s.Get(t.Context(), "idle"); !errors.Is(err, errSessionsClosed) {
+		t.Errorf("Get after Close: %v, want errSessionsClosed", err)
 	}
-	if err := s.Preload(t.Context(), "a", "b"); !errors.Is(err, ErrSessionsClosed) {
-		t.Errorf("Preload after Close: %v, want ErrSessionsClosed", err)
+	if err := s.Preload(t.Context(), "a", "b"); !errors.Is(err, errSessionsClosed) {
+		t.Errorf("Preload after Close: %v, want errSessionsClosed", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
@@ -225,7 +225,7 @@ func TestSessionsStress(t *testing.T) {
 	l.size = func(k string) int64 { return int64(len(k)) * 10 }
 	avail := &atomic.Int64{}
 	avail.Store(1 << 20)
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{
 		MaxCount: 3, MaxBytes: 120, Pinned: []string{"p"},
 		Memory: fakeProbe{avail}, LowWater: 100, MemoryInterval: time.Millisecond,
 	})

@@ -1,4 +1,4 @@
-package cache
+package engine
 
 import (
 	"os"
@@ -156,7 +156,7 @@ func TestCgroupMemory(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := writeCgroupTree(t, tt.files)
-			c := CgroupMemory{Root: root, Group: tt.group, SelfCgroup: filepath.Join(root, "self")}
+			c := cgroupMemory{Root: root, Group: tt.group, SelfCgroup: filepath.Join(root, "self")}
 			avail, ok := c.Available()
 			if avail != tt.wantAvail || ok != tt.wantOK {
 				_, _, err := c.read()
@@ -168,17 +168,17 @@ func TestCgroupMemory(t *testing.T) {
 
 func TestCgroupMemoryMissingFiles(t *testing.T) {
 	root := t.TempDir()
-	c := CgroupMemory{Root: root, SelfCgroup: filepath.Join(root, "nope")}
+	c := cgroupMemory{Root: root, SelfCgroup: filepath.Join(root, "nope")}
 	if _, ok := c.Available(); ok {
 		t.Error("ok without a self cgroup file")
 	}
 	big := filepath.Join(root, "big")
-	if err := os.WriteFile(big, []byte("0::/"+strings.Repeat("a", MaxCgroupFileBytes)), 0o644); err != nil {
+	if err := os.WriteFile(big, []byte("0::/"+strings.Repeat("a", maxCgroupFileBytes)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c.SelfCgroup = big
-	if _, _, err := c.read(); err == nil || !strings.Contains(err.Error(), "MaxCgroupFileBytes") {
-		t.Errorf("oversized file: %v, want an error naming MaxCgroupFileBytes", err)
+	if _, _, err := c.read(); err == nil || !strings.Contains(err.Error(), "maxCgroupFileBytes") {
+		t.Errorf("oversized file: %v, want an error naming maxCgroupFileBytes", err)
 	}
 }
 
@@ -251,7 +251,7 @@ func TestParseSelfCgroup(t *testing.T) {
 
 func TestBudgetMemory(t *testing.T) {
 	used := int64(300)
-	b := BudgetMemory{Budget: 1000, Used: func() int64 { return used }}
+	b := budgetMemory{Budget: 1000, Used: func() int64 { return used }}
 	if avail, ok := b.Available(); avail != 700 || !ok {
 		t.Errorf("Available() = %d, %v; want 700, true", avail, ok)
 	}
@@ -259,10 +259,10 @@ func TestBudgetMemory(t *testing.T) {
 	if avail, ok := b.Available(); avail != -200 || !ok {
 		t.Errorf("over budget: Available() = %d, %v; want -200, true", avail, ok)
 	}
-	if _, ok := (BudgetMemory{Budget: 1000}).Available(); ok {
+	if _, ok := (budgetMemory{Budget: 1000}).Available(); ok {
 		t.Error("ok without Used")
 	}
-	if _, ok := (BudgetMemory{Used: func() int64 { return 0 }}).Available(); ok {
+	if _, ok := (budgetMemory{Used: func() int64 { return 0 }}).Available(); ok {
 		t.Error("ok without Budget")
 	}
 }

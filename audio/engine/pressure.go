@@ -1,4 +1,4 @@
-package cache
+package engine
 
 import (
 	"bufio"
@@ -14,30 +14,30 @@ import (
 	"time"
 )
 
-// MemoryProbe reports how much memory the process may still use before the
+// memoryProbe reports how much memory the process may still use before the
 // system starts taking it away (OOM kill, swap). ok is false when the probe
 // has no answer, for example no cgroup limit is set; the pressure check
 // then does nothing.
-type MemoryProbe interface {
+type memoryProbe interface {
 	Available() (avail int64, ok bool)
 }
 
 var (
-	_ MemoryProbe = CgroupMemory{}
-	_ MemoryProbe = BudgetMemory{}
+	_ memoryProbe = cgroupMemory{}
+	_ memoryProbe = budgetMemory{}
 )
 
-// Limits on what CgroupMemory reads. Real files are far smaller; a file over
+// Limits on what cgroupMemory reads. Real files are far smaller; a file over
 // the limit is not a cgroup file and makes the probe report ok=false.
 const (
-	// MaxCgroupFileBytes bounds each of memory.max, memory.current,
+	// maxCgroupFileBytes bounds each of memory.max, memory.current,
 	// memory.stat and /proc/self/cgroup.
-	MaxCgroupFileBytes = 64 << 10
-	// MaxCgroupDepth bounds how many ancestor cgroups are inspected.
-	MaxCgroupDepth = 64
+	maxCgroupFileBytes = 64 << 10
+	// maxCgroupDepth bounds how many ancestor cgroups are inspected.
+	maxCgroupDepth = 64
 )
 
-// CgroupMemory reads the cgroup v2 memory controller: for the process's
+// cgroupMemory reads the cgroup v2 memory controller: for the process's
 // cgroup and each ancestor that sets memory.max, available memory is
 // memory.max − (memory.current − inactive_file from memory.stat), and the
 // smallest of these is reported. Inactive file cache is counted as free
@@ -45,9 +45,9 @@ const (
 // file lives there.
 //
 // A limit of "max" everywhere, cgroup v1, or files that cannot be read or
-// parsed give ok=false (no answer), so a caller falls back to BudgetMemory.
+// parsed give ok=false (no answer), so a caller falls back to budgetMemory.
 // The zero value reads the real system.
-type CgroupMemory struct {
+type cgroupMemory struct {
 	// Root is the cgroup v2 mount point; "" means /sys/fs/cgroup.
 	Root string
 	// Group is the process's cgroup relative to Root, such as
@@ -58,15 +58,15 @@ type CgroupMemory struct {
 	SelfCgroup string
 }
 
-// Available implements MemoryProbe.
-func (c CgroupMemory) Available() (int64, bool) {
+// Available implements memoryProbe.
+func (c cgroupMemory) Available() (int64, bool) {
 	avail, limited, err := c.read()
 	return avail, err == nil && limited
 }
 
 // read walks from the process's cgroup to the root. limited is false when
 // no level sets a limit.
-func (c CgroupMemory) read() (avail int64, limited bool, err error) {
+func (c cgroupMemory) read() (avail int64, limited bool, err error) {
 	root := c.Root
 	if root == "" {
 		root = "/sys/fs/cgroup"
@@ -86,7 +86,7 @@ func (c CgroupMemory) read() (avail int64, limited bool, err error) {
 		}
 	}
 	group = path.Clean("/" + group)
-	for depth := 0; depth < MaxCgroupDepth; depth++ {
+	for depth := 0; depth < maxCgroupDepth; depth++ {
 		a, ok, err := readCgroupLevel(filepath.Join(root, filepath.FromSlash(group)))
 		if err != nil {
 			return 0, false, err
@@ -99,7 +99,7 @@ func (c CgroupMemory) read() (avail int64, limited bool, err error) {
 		}
 		group = path.Dir(group)
 	}
-	return 0, false, fmt.Errorf("cgroup deeper than %d levels (MaxCgroupDepth)", MaxCgroupDepth)
+	return 0, false, fmt.Errorf("cgroup deeper than %d levels (maxCgroupDepth)", maxCgroupDepth)
 }
 
 // readCgroupLevel returns the memory available under one cgroup's limit. ok
@@ -141,12 +141,12 @@ func readCgroupFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxCgroupFileBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxCgroupFileBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > MaxCgroupFileBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes (MaxCgroupFileBytes)", name, MaxCgroupFileBytes)
+	if len(data) > maxCgroupFileBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes (maxCgroupFileBytes)", name, maxCgroupFileBytes)
 	}
 	return data, nil
 }
@@ -213,18 +213,18 @@ func cgroupQuote(s string) string {
 	return s[:n] + "…"
 }
 
-// BudgetMemory is the probe for systems without a cgroup limit: a configured
-// Budget minus what Used reports (for example the cache's own Bytes, or the
+// budgetMemory is the probe for systems without a cgroup limit: a configured
+// Budget minus what Used reports (for example the LRU's own Bytes, or the
 // process's resident memory). Available may be negative when over budget;
-// with this probe SessionOptions.LowWater is the headroom to keep below the
+// with this probe lruOptions.LowWater is the headroom to keep below the
 // budget. A Budget ≤ 0 or a nil Used gives ok=false.
-type BudgetMemory struct {
+type budgetMemory struct {
 	Budget int64
 	Used   func() int64
 }
 
-// Available implements MemoryProbe.
-func (b BudgetMemory) Available() (int64, bool) {
+// Available implements memoryProbe.
+func (b budgetMemory) Available() (int64, bool) {
 	if b.Budget <= 0 || b.Used == nil {
 		return 0, false
 	}
@@ -233,7 +233,7 @@ func (b BudgetMemory) Available() (int64, bool) {
 
 // relieveRateLimited runs the pressure check for a warm Get unless the last
 // probe is younger than the probe gap.
-func (s *Sessions[V]) relieveRateLimited() {
+func (s *sessionLRU[V]) relieveRateLimited() {
 	if s.memory == nil || s.lowWater <= 0 {
 		return
 	}
@@ -244,7 +244,7 @@ func (s *Sessions[V]) relieveRateLimited() {
 }
 
 // relieve runs the memory-pressure check once.
-func (s *Sessions[V]) relieve() {
+func (s *sessionLRU[V]) relieve() {
 	if s.memory == nil || s.lowWater <= 0 || !s.probing.TryLock() {
 		return // another check is acting on a reading right now
 	}
@@ -278,7 +278,7 @@ func (s *Sessions[V]) relieve() {
 	s.closeEntries(victims)
 }
 
-func (s *Sessions[V]) tick(every time.Duration) {
+func (s *sessionLRU[V]) tick(every time.Duration) {
 	defer s.wg.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()

@@ -1,4 +1,4 @@
-package cache
+package engine
 
 import (
 	"context"
@@ -102,11 +102,11 @@ func (l *fakeLoader) closedKeys() []string {
 // newTestSessions builds a cache over l and, at cleanup, closes it and
 // checks that every loaded session was closed exactly once and never while
 // in use. Tests must release what they Get before they end.
-func newTestSessions(t *testing.T, l *fakeLoader, opts SessionOptions[*fakeSession]) *Sessions[*fakeSession] {
+func newTestSessions(t *testing.T, l *fakeLoader, opts lruOptions[*fakeSession]) *sessionLRU[*fakeSession] {
 	t.Helper()
 	opts.Load = l.Load
 	opts.Close = l.Close
-	s := NewSessions(&opts)
+	s := newSessionLRU(&opts)
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil && !errors.Is(err, l.closeErr) {
 			t.Errorf("Close: %v", err)
@@ -126,7 +126,7 @@ func newTestSessions(t *testing.T, l *fakeLoader, opts SessionOptions[*fakeSessi
 }
 
 // get is Get that fails the test on error and marks the session in use.
-func get(t *testing.T, s *Sessions[*fakeSession], key string) (*fakeSession, func()) {
+func get(t *testing.T, s *sessionLRU[*fakeSession], key string) (*fakeSession, func()) {
 	t.Helper()
 	fs, release, err := s.Get(t.Context(), key)
 	if err != nil {
@@ -140,7 +140,7 @@ func get(t *testing.T, s *Sessions[*fakeSession], key string) (*fakeSession, fun
 }
 
 // touch gets and releases key at once.
-func touch(t *testing.T, s *Sessions[*fakeSession], key string) {
+func touch(t *testing.T, s *sessionLRU[*fakeSession], key string) {
 	t.Helper()
 	_, release := get(t, s, key)
 	release()
@@ -158,7 +158,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func cachedKeys(s *Sessions[*fakeSession]) map[string]bool {
+func cachedKeys(s *sessionLRU[*fakeSession]) map[string]bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := map[string]bool{}
@@ -168,7 +168,7 @@ func cachedKeys(s *Sessions[*fakeSession]) map[string]bool {
 	return m
 }
 
-func wantCached(t *testing.T, s *Sessions[*fakeSession], want ...string) {
+func wantCached(t *testing.T, s *sessionLRU[*fakeSession], want ...string) {
 	t.Helper()
 	got := cachedKeys(s)
 	if len(got) != len(want) {
@@ -185,7 +185,7 @@ func wantCached(t *testing.T, s *Sessions[*fakeSession], want ...string) {
 
 func TestSessionsWarmHitDoesNotLoad(t *testing.T) {
 	l := newFakeLoader()
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{})
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{})
 	first, release := get(t, s, "amy")
 	release()
 	second, release := get(t, s, "amy")
@@ -204,7 +204,7 @@ func TestSessionsWarmHitDoesNotLoad(t *testing.T) {
 
 func TestSessionsLRUByCount(t *testing.T) {
 	l := newFakeLoader()
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{MaxCount: 2})
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{MaxCount: 2})
 	touch(t, s, "a")
 	touch(t, s, "b")
 	touch(t, s, "a") // b is now the least recently used
@@ -220,7 +220,7 @@ func TestSessionsLRUByCount(t *testing.T) {
 
 func TestSessionsDefaultMaxCount(t *testing.T) {
 	l := newFakeLoader()
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{})
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{})
 	for i := range DefaultMaxSessions + 2 {
 		touch(t, s, fmt.Sprint(i))
 	}
@@ -233,7 +233,7 @@ func TestSessionsLRUByBytes(t *testing.T) {
 	l := newFakeLoader()
 	sizes := map[string]int64{"a": 40, "b": 40, "c": 30, "big": 150}
 	l.size = func(k string) int64 { return sizes[k] }
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{MaxCount: -1, MaxBytes: 100})
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{MaxCount: -1, MaxBytes: 100})
 	touch(t, s, "a")
 	touch(t, s, "b")
 	touch(t, s, "a")
@@ -260,7 +260,7 @@ func TestSessionsLRUByBytes(t *testing.T) {
 func TestSessionsNegativeSizeIsAnError(t *testing.T) {
 	l := newFakeLoader()
 	l.size = func(string) int64 { return -1 }
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{})
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{})
 	if _, _, err := s.Get(t.Context(), "a"); err == nil {
 		t.Fatal("Get succeeded with a negative size")
 	}
@@ -278,7 +278,7 @@ func TestSessionsPinnedNeverEvicted(t *testing.T) {
 	l.size = func(k string) int64 { return sizes[k] }
 	avail := &atomic.Int64{}
 	avail.Store(1 << 30)
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{
 		MaxCount: 1,
 		MaxBytes: 100,
 		Pinned:   []string{"pin1", "pin2"},
@@ -311,7 +311,7 @@ func TestSessionsPinnedNeverEvicted(t *testing.T) {
 
 func TestSessionsInUseNotClosedUntilRelease(t *testing.T) {
 	l := newFakeLoader()
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{MaxCount: 1})
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{MaxCount: 1})
 	a, releaseA := get(t, s, "a")
 	b, releaseB := get(t, s, "b")
 	// a is over the bound but in use: it stays open and cached.
@@ -355,7 +355,7 @@ func TestSessionsInUseNotClosedUntilRelease(t *testing.T) {
 }
 
 func TestSessionsEach(t *testing.T) {
-	s := NewSessions(&SessionOptions[string]{
+	s := newSessionLRU(&lruOptions[string]{
 		Load: func(_ context.Context, key string) (string, int64, error) { return "v-" + key, 1, nil },
 	})
 	defer s.Close()

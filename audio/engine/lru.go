@@ -1,4 +1,4 @@
-package cache
+package engine
 
 import (
 	"container/list"
@@ -11,10 +11,9 @@ import (
 	"time"
 )
 
-// Sessions is an in-memory least-recently-used cache of loaded, closeable
-// things — ONNX voice sessions in mynah, but the cache only sees a value of
-// type V, its size in bytes and the Load and Close functions, so it never
-// imports the engines or cgo.
+// sessionLRU is the Engine's in-memory least-recently-used cache of loaded
+// voices. It only sees a value of type V, its size in bytes and the Load
+// and Close functions, so its tests run on fakes, without ONNX Runtime.
 //
 // Why it exists: switching voices must not reload models. A warm Get costs a
 // map lookup; a cold Get loads once no matter how many callers ask for the
@@ -24,13 +23,13 @@ import (
 // gives back. A session is closed only when it has been removed from the
 // cache (LRU bound, memory pressure, Evict or Close) and no reference is left,
 // so eviction never pulls a session out from under a running synthesis.
-type Sessions[V any] struct {
+type sessionLRU[V any] struct {
 	load      func(ctx context.Context, key string) (V, int64, error)
 	closeFn   func(V) error
 	maxCount  int
 	maxBytes  int64
 	pinned    map[string]bool
-	memory    MemoryProbe
+	memory    memoryProbe
 	lowWater  int64
 	log       *slog.Logger
 	closing   context.Context // canceled by Close; parent of every load's context
@@ -51,14 +50,14 @@ type Sessions[V any] struct {
 	bytes       int64 // sizes of all open sessions, including evicted ones still in use
 	closed      bool
 	overWarned  bool // "over budget but nothing evictable" was logged; reset when back under
-	stats       SessionStats
+	stats       lruStats
 	inUse       int
 	pinnedCount int
 }
 
-// SessionOptions configures a Sessions cache. Load is required; the rest
+// lruOptions configures a sessionLRU. Load is required; the rest
 // has defaults.
-type SessionOptions[V any] struct {
+type lruOptions[V any] struct {
 	// Load opens the session for key and reports its size in bytes (0 if
 	// unknown; a negative size is an error). ctx is canceled when every
 	// caller waiting for this key has given up, or when the cache is closed;
@@ -67,7 +66,7 @@ type SessionOptions[V any] struct {
 	// running loads.
 	Load func(ctx context.Context, key string) (V, int64, error)
 	// Close releases a session. nil means sessions need no closing. Its
-	// errors are logged and counted (SessionStats.CloseErrors); Close of the
+	// errors are logged and counted (lruStats.CloseErrors); Close of the
 	// cache returns the first error of the sessions it closes itself.
 	Close func(V) error
 	// MaxCount bounds the number of cached sessions: 0 means
@@ -79,7 +78,7 @@ type SessionOptions[V any] struct {
 	MaxBytes int64
 	// Pinned keys are never evicted by the count or byte bound nor closed
 	// under memory pressure; Evict and Close still remove them. Pins are not
-	// loaded by NewSessions: pass them to Preload. When the pinned sessions
+	// loaded by newSessionLRU: pass them to Preload. When the pinned sessions
 	// alone exceed MaxCount or MaxBytes the cache stays over its bound
 	// (every unpinned idle session is evicted, nothing else) and logs one
 	// warning until it is back under.
@@ -91,7 +90,7 @@ type SessionOptions[V any] struct {
 	// in use are never closed for pressure. The probe runs before every
 	// Load, on warm Gets (see ProbeGap) and, if MemoryInterval > 0, on a
 	// timer. nil disables the pressure check.
-	Memory MemoryProbe
+	Memory memoryProbe
 	// LowWater is the available-memory threshold in bytes; 0 disables the
 	// pressure check.
 	LowWater int64
@@ -102,29 +101,28 @@ type SessionOptions[V any] struct {
 	// ProbeGap rate-limits the check on warm Gets: one probes only if the
 	// last probe is at least ProbeGap old, because reading the cgroup files
 	// costs far more than a warm hit (see BenchmarkCgroupMemory). 0 means
-	// DefaultProbeGap; a negative value probes on every warm Get.
+	// defaultProbeGap; a negative value probes on every warm Get.
 	ProbeGap time.Duration
 	// Logger receives evictions, load failures and close errors. nil
 	// discards.
 	Logger *slog.Logger
 }
 
-// DefaultMaxSessions is the count bound used when SessionOptions.MaxCount
+// DefaultMaxSessions is the count bound used when lruOptions.MaxCount
 // is 0: enough for a household's few voices at two precisions.
 const DefaultMaxSessions = 4
 
-// DefaultProbeGap is the ProbeGap used when SessionOptions.ProbeGap is 0.
-const DefaultProbeGap = 250 * time.Millisecond
+// defaultProbeGap is the ProbeGap used when lruOptions.ProbeGap is 0.
+const defaultProbeGap = 250 * time.Millisecond
 
-// ErrSessionsClosed is returned by Get and Preload after Close, and to
-// callers whose load was still running when Close was called.
-//
-// The lead may move it into the package's sentinel error block.
-var ErrSessionsClosed = errors.New("session cache closed")
+// errSessionsClosed is returned by Get and Preload after Close, and to
+// callers whose load was still running when Close was called: what the
+// Engine's methods fail with after Engine.Close.
+var errSessionsClosed = errors.New("session cache closed")
 
-// SessionStats are counters since NewSessions plus a snapshot of the
+// lruStats are counters since newSessionLRU plus a snapshot of the
 // contents.
-type SessionStats struct {
+type lruStats struct {
 	Hits       uint64 // Gets served by a cached session
 	Misses     uint64 // Gets that had to wait for a load (their own or a shared one)
 	Loads      uint64 // calls of Load
@@ -155,18 +153,18 @@ type sessionFlight[V any] struct {
 	done     chan struct{} // closed when the result is set and displaced sessions are closed
 	cancel   context.CancelFunc
 	waiters  int  // Gets waiting; each gets one reference on success
-	finished bool // result set (under Sessions.mu)
+	finished bool // result set (under sessionLRU.mu)
 	entry    *sessionEntry[V]
 	err      error
 }
 
-// NewSessions returns an empty cache. It fails only by panicking on a nil
+// newSessionLRU returns an empty cache. It fails only by panicking on a nil
 // Load, which is a programming error.
-func NewSessions[V any](opts *SessionOptions[V]) *Sessions[V] {
+func newSessionLRU[V any](opts *lruOptions[V]) *sessionLRU[V] {
 	if opts == nil || opts.Load == nil {
-		panic("cache: NewSessions needs SessionOptions.Load")
+		panic("engine: newSessionLRU needs lruOptions.Load")
 	}
-	s := &Sessions[V]{
+	s := &sessionLRU[V]{
 		load:     opts.Load,
 		closeFn:  opts.Close,
 		maxCount: opts.MaxCount,
@@ -184,7 +182,7 @@ func NewSessions[V any](opts *SessionOptions[V]) *Sessions[V] {
 		s.maxCount = DefaultMaxSessions
 	}
 	if s.probeGap == 0 {
-		s.probeGap = DefaultProbeGap
+		s.probeGap = defaultProbeGap
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -208,7 +206,7 @@ func NewSessions[V any](opts *SessionOptions[V]) *Sessions[V] {
 // again. If ctx is done before the session is ready Get returns ctx.Err(),
 // and the load goes on for the other callers; it is canceled only when no
 // caller is left.
-func (s *Sessions[V]) Get(ctx context.Context, key string) (V, func(), error) {
+func (s *sessionLRU[V]) Get(ctx context.Context, key string) (V, func(), error) {
 	var zero V
 	if err := ctx.Err(); err != nil {
 		return zero, nil, err
@@ -216,7 +214,7 @@ func (s *Sessions[V]) Get(ctx context.Context, key string) (V, func(), error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return zero, nil, ErrSessionsClosed
+		return zero, nil, errSessionsClosed
 	}
 	if e := s.entries[key]; e != nil {
 		s.acquireLocked(e)
@@ -268,7 +266,7 @@ func (s *Sessions[V]) Get(ctx context.Context, key string) (V, func(), error) {
 
 // startLocked starts the load of key in its own goroutine, so that the
 // caller that started it can give up without failing the others.
-func (s *Sessions[V]) startLocked(ctx context.Context, key string) *sessionFlight[V] {
+func (s *sessionLRU[V]) startLocked(ctx context.Context, key string) *sessionFlight[V] {
 	// The load keeps the first caller's values (trace ids) but not its
 	// cancellation, and it stops when the cache closes.
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -281,7 +279,7 @@ func (s *Sessions[V]) startLocked(ctx context.Context, key string) *sessionFligh
 	return f
 }
 
-func (s *Sessions[V]) runLoad(ctx context.Context, key string, f *sessionFlight[V]) {
+func (s *sessionLRU[V]) runLoad(ctx context.Context, key string, f *sessionFlight[V]) {
 	defer s.wg.Done()
 	s.relieve() // make room before the new session takes memory
 	start := time.Now()
@@ -302,7 +300,7 @@ func (s *Sessions[V]) runLoad(ctx context.Context, key string, f *sessionFlight[
 	f.finished = true
 	switch {
 	case s.closed:
-		f.err = ErrSessionsClosed
+		f.err = errSessionsClosed
 		discard = err == nil
 	case err != nil:
 		s.stats.LoadErrors++
@@ -353,7 +351,7 @@ func (s *Sessions[V]) runLoad(ctx context.Context, key string, f *sessionFlight[
 	close(f.done)
 }
 
-func (s *Sessions[V]) acquireLocked(e *sessionEntry[V]) {
+func (s *sessionLRU[V]) acquireLocked(e *sessionEntry[V]) {
 	if e.refs == 0 {
 		s.inUse++
 	}
@@ -361,12 +359,12 @@ func (s *Sessions[V]) acquireLocked(e *sessionEntry[V]) {
 }
 
 // releaser returns the release function of one reference to e.
-func (s *Sessions[V]) releaser(e *sessionEntry[V]) func() {
+func (s *sessionLRU[V]) releaser(e *sessionEntry[V]) func() {
 	var once sync.Once
 	return func() { once.Do(func() { s.release(e) }) }
 }
 
-func (s *Sessions[V]) release(e *sessionEntry[V]) {
+func (s *sessionLRU[V]) release(e *sessionEntry[V]) {
 	var victims []*sessionEntry[V]
 	s.mu.Lock()
 	e.refs--
@@ -385,7 +383,7 @@ func (s *Sessions[V]) release(e *sessionEntry[V]) {
 }
 
 // overLocked reports whether the count or byte bound is exceeded.
-func (s *Sessions[V]) overLocked() bool {
+func (s *sessionLRU[V]) overLocked() bool {
 	return (s.maxCount > 0 && len(s.entries) > s.maxCount) ||
 		(s.maxBytes > 0 && s.bytes > s.maxBytes)
 }
@@ -393,7 +391,7 @@ func (s *Sessions[V]) overLocked() bool {
 // enforceLocked evicts idle unpinned sessions, least recently used first,
 // until the cache is within its bounds or nothing more can be evicted. It
 // returns the sessions to close once the lock is released.
-func (s *Sessions[V]) enforceLocked() []*sessionEntry[V] {
+func (s *sessionLRU[V]) enforceLocked() []*sessionEntry[V] {
 	var victims []*sessionEntry[V]
 	for s.overLocked() {
 		e := s.victimLocked()
@@ -414,7 +412,7 @@ func (s *Sessions[V]) enforceLocked() []*sessionEntry[V] {
 }
 
 // victimLocked returns the least recently used idle unpinned session.
-func (s *Sessions[V]) victimLocked() *sessionEntry[V] {
+func (s *sessionLRU[V]) victimLocked() *sessionEntry[V] {
 	for el := s.lru.Back(); el != nil; el = el.Prev() {
 		if e := el.Value.(*sessionEntry[V]); e.refs == 0 && !e.pinned {
 			return e
@@ -425,7 +423,7 @@ func (s *Sessions[V]) victimLocked() *sessionEntry[V] {
 
 // evictLocked removes e from the cache. An idle session is appended to
 // victims for closing; one in use is closed by its last release.
-func (s *Sessions[V]) evictLocked(e *sessionEntry[V], victims []*sessionEntry[V]) []*sessionEntry[V] {
+func (s *sessionLRU[V]) evictLocked(e *sessionEntry[V], victims []*sessionEntry[V]) []*sessionEntry[V] {
 	delete(s.entries, e.key)
 	s.lru.Remove(e.elem)
 	e.evicted = true
@@ -439,7 +437,7 @@ func (s *Sessions[V]) evictLocked(e *sessionEntry[V], victims []*sessionEntry[V]
 	return append(victims, e)
 }
 
-func (s *Sessions[V]) closeEntries(victims []*sessionEntry[V]) error {
+func (s *sessionLRU[V]) closeEntries(victims []*sessionEntry[V]) error {
 	var first error
 	for _, e := range victims {
 		s.log.Debug("session closed", "key", e.key, "bytes", e.size)
@@ -450,7 +448,7 @@ func (s *Sessions[V]) closeEntries(victims []*sessionEntry[V]) error {
 	return first
 }
 
-func (s *Sessions[V]) closeValue(key string, v V) error {
+func (s *sessionLRU[V]) closeValue(key string, v V) error {
 	if s.closeFn == nil {
 		return nil
 	}
@@ -468,13 +466,13 @@ func (s *Sessions[V]) closeValue(key string, v V) error {
 // at once double the peak memory) and leaves them cached. It goes on past
 // failures and returns them all joined. Keys beyond the count or byte bound
 // evict the earlier unpinned ones, so a preload list should fit the bounds.
-func (s *Sessions[V]) Preload(ctx context.Context, keys ...string) error {
+func (s *sessionLRU[V]) Preload(ctx context.Context, keys ...string) error {
 	var errs []error
 	for _, k := range keys {
 		_, release, err := s.Get(ctx, k)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("preload: %w", err))
-			if ctx.Err() != nil || errors.Is(err, ErrSessionsClosed) {
+			if ctx.Err() != nil || errors.Is(err, errSessionsClosed) {
 				break
 			}
 			continue
@@ -488,7 +486,7 @@ func (s *Sessions[V]) Preload(ctx context.Context, keys ...string) error {
 // model file changed), and reports whether it was cached. An idle session is
 // closed before Evict returns; one in use is closed by its last release. A
 // load of key that is running is not affected.
-func (s *Sessions[V]) Evict(key string) bool {
+func (s *sessionLRU[V]) Evict(key string) bool {
 	s.mu.Lock()
 	e := s.entries[key]
 	var victims []*sessionEntry[V]
@@ -503,7 +501,7 @@ func (s *Sessions[V]) Evict(key string) bool {
 
 // Len returns the number of cached sessions (not counting evicted ones
 // still in use).
-func (s *Sessions[V]) Len() int {
+func (s *sessionLRU[V]) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.entries)
@@ -513,7 +511,7 @@ func (s *Sessions[V]) Len() int {
 // without marking it used. f runs with the cache locked: it must be quick
 // and must not call the cache. A session evicted but still in use is not
 // visited.
-func (s *Sessions[V]) Each(f func(key string, v V)) {
+func (s *sessionLRU[V]) Each(f func(key string, v V)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for el := s.lru.Front(); el != nil; el = el.Next() {
@@ -524,14 +522,14 @@ func (s *Sessions[V]) Each(f func(key string, v V)) {
 
 // Bytes returns the summed sizes of the open sessions, including evicted
 // ones that are still in use: the memory the sessions hold right now.
-func (s *Sessions[V]) Bytes() int64 {
+func (s *sessionLRU[V]) Bytes() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.bytes
 }
 
 // Stats returns the counters and a snapshot of the contents.
-func (s *Sessions[V]) Stats() SessionStats {
+func (s *sessionLRU[V]) Stats() lruStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
@@ -544,10 +542,10 @@ func (s *Sessions[V]) Stats() SessionStats {
 // Close empties the cache and stops its goroutines. Idle sessions are closed
 // now; sessions still in use are closed when their last release is called,
 // so Close never waits on a caller. Running loads are canceled and waited
-// for; their callers get ErrSessionsClosed. Close returns the first error of
-// the sessions it closed itself. Further Gets return ErrSessionsClosed;
+// for; their callers get errSessionsClosed. Close returns the first error of
+// the sessions it closed itself. Further Gets return errSessionsClosed;
 // calling Close again does nothing.
-func (s *Sessions[V]) Close() error {
+func (s *sessionLRU[V]) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

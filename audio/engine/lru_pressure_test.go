@@ -1,4 +1,4 @@
-package cache
+package engine
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ func TestSessionsMemoryPressure(t *testing.T) {
 	l.size = func(string) int64 { return 30 }
 	avail := &atomic.Int64{}
 	avail.Store(1000)
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{
 		MaxCount: -1,
 		Memory:   fakeProbe{avail},
 		LowWater: 100,
@@ -52,7 +52,7 @@ func TestSessionsMemoryPressureUnknownSizes(t *testing.T) {
 	l := newFakeLoader() // sizes 0: one session goes per check
 	avail := &atomic.Int64{}
 	avail.Store(1000)
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{
 		MaxCount: -1, Memory: fakeProbe{avail}, LowWater: 100, ProbeGap: -1,
 	})
 	for _, k := range []string{"a", "b", "c"} {
@@ -77,7 +77,7 @@ func TestSessionsProbeGap(t *testing.T) {
 	} {
 		t.Run(fmt.Sprint(tt.gap), func(t *testing.T) {
 			p := &countingProbe{}
-			s := newTestSessions(t, newFakeLoader(), SessionOptions[*fakeSession]{
+			s := newTestSessions(t, newFakeLoader(), lruOptions[*fakeSession]{
 				Memory: p, LowWater: 100, ProbeGap: tt.gap,
 			})
 			touch(t, s, "a")
@@ -95,7 +95,7 @@ func TestSessionsMemoryTicker(t *testing.T) {
 	l := newFakeLoader()
 	avail := &atomic.Int64{}
 	avail.Store(1000)
-	s := newTestSessions(t, l, SessionOptions[*fakeSession]{
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{
 		Memory: fakeProbe{avail}, LowWater: 100, MemoryInterval: time.Millisecond,
 	})
 	touch(t, s, "a")
