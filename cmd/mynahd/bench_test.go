@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/mynah-tts/mynah/systemd"
+	"github.com/mynah-tts/mynah/systemd/systemdtest"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -74,7 +76,7 @@ func benchPublish(b *testing.B, cached bool) {
 		}
 		defer store.Close()
 	}
-	voices, err := openVoices(openTestRuntime(b), cfg, store, newNotifier(log), log)
+	voices, err := openVoices(openTestRuntime(b), cfg, store, systemd.NewNotifier(log), log)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -172,13 +174,13 @@ func BenchmarkStartToReady(b *testing.B) {
 	for i := 0; i < b.N*starts; i++ {
 		listen := freeAddr(b)
 		os.WriteFile(conf, []byte("node: bench\nmqtt:\n  embedded_listen: "+listen+"\nvoices:\n  dir: "+dir+"\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  level: warn\n"), 0o600)
-		sd := newFakeSystemd(b)
+		sd := systemdtest.New(b)
 		cmd := exec.Command(bin, "-config", conf)
 		start := time.Now()
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)
 		}
-		sd.expect("READY=1")
+		sd.Expect("READY=1")
 		total += time.Since(start)
 		if i == b.N*starts-1 {
 			time.Sleep(3 * time.Second)

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mynah-tts/mynah/systemd"
 	"log/slog"
 	"net"
 	neturl "net/url"
@@ -244,7 +245,7 @@ func TestSayThroughPortAudio(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same sentence from the same voice, straight from the engine.
-	vs, err := openVoices(openTestRuntime(t), cfg, nil, newNotifier(slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler))
+	vs, err := openVoices(openTestRuntime(t), cfg, nil, systemd.NewNotifier(slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/mynah-tts/mynah/systemd/systemdtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,7 +40,7 @@ func TestLifecycleUnderSystemd(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "mynahd.yaml")
 	os.WriteFile(conf, []byte("node: hall\nmqtt:\n  broker: "+broker.URL()+"\nvoices:\n  dir: "+dir+"\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  format: journal\n"), 0o600)
-	sd := newFakeSystemd(t)
+	sd := systemdtest.New(t)
 
 	status := mqtttest.Subscribe(t, broker.URL(), daemon.StatusTopic("hall"))
 	cmd := exec.Command(bin, "-config", conf)
@@ -53,9 +54,9 @@ func TestLifecycleUnderSystemd(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { cmd.Process.Kill() })
 
-	sd.expect("READY=1")
-	sd.expect("WATCHDOG=1")
-	sd.expect("WATCHDOG=1")
+	sd.Expect("READY=1")
+	sd.Expect("WATCHDOG=1")
+	sd.Expect("WATCHDOG=1")
 
 	ev := mqtttest.Subscribe(t, broker.URL(), "mynah/hall/event")
 	mqtttest.Publish(t, broker.URL(), "mynah/hall/say", []byte(`{"id":"life","text":"Still here."}`), false)
@@ -72,7 +73,7 @@ func TestLifecycleUnderSystemd(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	sd.expect("STOPPING=1")
+	sd.Expect("STOPPING=1")
 	select {
 	case err := <-exited:
 		if err != nil {

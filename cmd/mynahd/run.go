@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mynah-tts/mynah/systemd"
 	"log/slog"
 	"strings"
 	"time"
@@ -24,7 +25,7 @@ const closeTimeout = 5 * time.Second
 // and shuts down in reverse order.
 func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	start := time.Now()
-	notify := newNotifier(log)
+	notify := systemd.NewNotifier(log)
 
 	rt, err := ort.Open(&ort.Options{LibraryPath: cfg.ONNX.Library, Logger: log.With("component", "ort")})
 	if err != nil {

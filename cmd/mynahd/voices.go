@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/mynah-tts/mynah/systemd"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -19,7 +20,7 @@ import (
 // start. The voices stay loaded as voices.sessions says; a name in its
 // preload or pinned list that is not installed is an error here, before
 // any load.
-func openVoices(rt *ort.Runtime, cfg Config, store *cache.Store, notify *notifier, log *slog.Logger) (*engine.Engine, error) {
+func openVoices(rt *ort.Runtime, cfg Config, store *cache.Store, notify *systemd.Notifier, log *slog.Logger) (*engine.Engine, error) {
 	def := cfg.Voices.Default
 	if def == "" {
 		def = demo.Name

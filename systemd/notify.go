@@ -1,4 +1,8 @@
-package main
+// Package systemd is mynahd's side of the service manager: sd_notify
+// (READY, STOPPING, STATUS, the watchdog) and log lines the journal reads
+// with their priority. The unit file and the example config live beside
+// it (mynahd.service, mynahd.yaml).
+package systemd
 
 import (
 	"context"
@@ -10,23 +14,23 @@ import (
 	sd "github.com/coreos/go-systemd/v22/daemon"
 )
 
-// notifier tells systemd's service manager how mynahd is doing, through
+// A Notifier tells systemd's service manager how the daemon is doing, through
 // $NOTIFY_SOCKET (sd_notify(3)). Outside systemd, where NOTIFY_SOCKET is
 // not set, every method does nothing and returns nil, so mynahd runs the
 // same way in a terminal.
-type notifier struct {
+type Notifier struct {
 	log *slog.Logger
 }
 
-// newNotifier returns a notifier that logs to log (nil discards).
-func newNotifier(log *slog.Logger) *notifier {
+// NewNotifier returns a Notifier that logs to log (nil discards).
+func NewNotifier(log *slog.Logger) *Notifier {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &notifier{log: log}
+	return &Notifier{log: log}
 }
 
-func (n *notifier) send(state string) error {
+func (n *Notifier) send(state string) error {
 	// unsetEnvironment=false: the socket is needed for every later
 	// message (watchdog pings, STOPPING=1), not just the first.
 	if _, err := sd.SdNotify(false, state); err != nil {
@@ -37,23 +41,23 @@ func (n *notifier) send(state string) error {
 
 // Ready says start-up is finished: the voice is loaded and the broker
 // connected. systemd then considers the unit started and arms the watchdog.
-func (n *notifier) Ready() error { return n.send(sd.SdNotifyReady) }
+func (n *Notifier) Ready() error { return n.send(sd.SdNotifyReady) }
 
 // Stopping says mynahd has begun shutting down, so systemd does not read
 // the coming silence as a failure.
-func (n *notifier) Stopping() error { return n.send(sd.SdNotifyStopping) }
+func (n *Notifier) Stopping() error { return n.send(sd.SdNotifyStopping) }
 
 // Status sets the one-line status `systemctl status mynahd` shows. Line
 // breaks are replaced by spaces: each line of a notification is a separate
 // assignment, and text must not turn into one (such as READY=1).
-func (n *notifier) Status(s string) error {
+func (n *Notifier) Status(s string) error {
 	s = strings.NewReplacer("\n", " ", "\r", " ").Replace(s)
 	return n.send("STATUS=" + s)
 }
 
 // ExtendTimeout asks systemd for d more time to start or stop (for example
 // while the demo voice is built on first start), counted from now.
-func (n *notifier) ExtendTimeout(d time.Duration) error {
+func (n *Notifier) ExtendTimeout(d time.Duration) error {
 	return n.send(fmt.Sprintf("EXTEND_TIMEOUT_USEC=%d", d.Microseconds()))
 }
 
@@ -65,7 +69,7 @@ func (n *notifier) ExtendTimeout(d time.Duration) error {
 // When the watchdog is not enabled for this process it returns nil at once
 // without calling healthy; otherwise it runs until ctx ends and returns nil.
 // healthy must not block: it runs on the watchdog's own schedule.
-func (n *notifier) RunWatchdog(ctx context.Context, healthy func() bool) error {
+func (n *Notifier) RunWatchdog(ctx context.Context, healthy func() bool) error {
 	interval, err := sd.SdWatchdogEnabled(false)
 	if err != nil {
 		return fmt.Errorf("systemd watchdog: %w", err)

@@ -1,8 +1,8 @@
-package main
+package systemd
 
 import (
 	"context"
-	"net"
+	"github.com/mynah-tts/mynah/systemd/systemdtest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,76 +16,9 @@ import (
 // in well under a second.
 const waitLimit = 10 * time.Second
 
-// fakeSystemd is the service manager's end of $NOTIFY_SOCKET.
-type fakeSystemd struct {
-	t    testing.TB
-	path string
-	conn *net.UnixConn
-}
-
-// newFakeSystemd listens on a fresh socket and points $NOTIFY_SOCKET (of
-// this process, and so of children started with os.Environ) at it.
-func newFakeSystemd(t testing.TB) *fakeSystemd {
-	t.Helper()
-	// A short directory: unix socket paths are limited to 108 bytes and
-	// t.TempDir() names can be long.
-	dir, err := os.MkdirTemp("", "sdn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	t.Setenv("NOTIFY_SOCKET", path)
-	return &fakeSystemd{t: t, path: path, conn: conn}
-}
-
-// expect reads notifications until one is want, failing the test when none
-// comes within waitLimit.
-func (s *fakeSystemd) expect(want string) {
-	s.t.Helper()
-	for {
-		if s.next() == want {
-			return
-		}
-	}
-}
-
-// next returns the next notification, failing the test after waitLimit.
-func (s *fakeSystemd) next() string {
-	s.t.Helper()
-	buf := make([]byte, 4096)
-	s.conn.SetReadDeadline(time.Now().Add(waitLimit))
-	n, err := s.conn.Read(buf)
-	if err != nil {
-		s.t.Fatalf("no notification within %v: %v", waitLimit, err)
-	}
-	return string(buf[:n])
-}
-
-// drain returns the notifications already queued on the socket. Datagrams
-// to a local unix socket are queued before the sender's write returns, so
-// everything sent before drain is called is seen.
-func (s *fakeSystemd) drain() []string {
-	var got []string
-	buf := make([]byte, 4096)
-	for {
-		s.conn.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-		n, err := s.conn.Read(buf)
-		if err != nil {
-			return got
-		}
-		got = append(got, string(buf[:n]))
-	}
-}
-
 func TestNotifierMessages(t *testing.T) {
-	sd := newFakeSystemd(t)
-	n := newNotifier(nil)
+	sd := systemdtest.New(t)
+	n := NewNotifier(nil)
 	steps := []struct {
 		send func() error
 		want string
@@ -100,7 +33,7 @@ func TestNotifierMessages(t *testing.T) {
 		if err := s.send(); err != nil {
 			t.Fatalf("send %q: %v", s.want, err)
 		}
-		if got := sd.next(); got != s.want {
+		if got := sd.Next(); got != s.want {
 			t.Errorf("systemd got %q, want %q", got, s.want)
 		}
 	}
@@ -109,7 +42,7 @@ func TestNotifierMessages(t *testing.T) {
 func TestNotifierOutsideSystemd(t *testing.T) {
 	t.Setenv("NOTIFY_SOCKET", "")
 	t.Setenv("WATCHDOG_USEC", "")
-	n := newNotifier(nil)
+	n := NewNotifier(nil)
 	for _, send := range []func() error{n.Ready, n.Stopping, func() error { return n.Status("x") }} {
 		if err := send(); err != nil {
 			t.Errorf("without NOTIFY_SOCKET: %v", err)
@@ -126,17 +59,17 @@ func TestNotifierOutsideSystemd(t *testing.T) {
 
 func TestNotifierSocketGone(t *testing.T) {
 	t.Setenv("NOTIFY_SOCKET", filepath.Join(t.TempDir(), "gone"))
-	if err := newNotifier(nil).Ready(); err == nil {
+	if err := NewNotifier(nil).Ready(); err == nil {
 		t.Error("Ready to a missing socket: want an error")
 	}
 }
 
 func TestWatchdogForAnotherProcess(t *testing.T) {
-	newFakeSystemd(t)
+	systemdtest.New(t)
 	t.Setenv("WATCHDOG_USEC", "200000")
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()+1))
 	called := false
-	if err := newNotifier(nil).RunWatchdog(context.Background(), func() bool { called = true; return true }); err != nil {
+	if err := NewNotifier(nil).RunWatchdog(context.Background(), func() bool { called = true; return true }); err != nil {
 		t.Fatal(err)
 	}
 	if called {
@@ -145,9 +78,9 @@ func TestWatchdogForAnotherProcess(t *testing.T) {
 }
 
 func TestWatchdogBadEnvironment(t *testing.T) {
-	newFakeSystemd(t)
+	systemdtest.New(t)
 	t.Setenv("WATCHDOG_USEC", "soon")
-	if err := newNotifier(nil).RunWatchdog(context.Background(), func() bool { return true }); err == nil {
+	if err := NewNotifier(nil).RunWatchdog(context.Background(), func() bool { return true }); err == nil {
 		t.Error("RunWatchdog with WATCHDOG_USEC=soon: want an error")
 	}
 }
@@ -156,7 +89,7 @@ func TestWatchdogBadEnvironment(t *testing.T) {
 // recovers: pings flow while healthy() is true, none are sent while it is
 // false, and they resume afterwards. It counts; it never measures time.
 func TestWatchdogPingsOnlyWhileHealthy(t *testing.T) {
-	sd := newFakeSystemd(t)
+	sd := systemdtest.New(t)
 	t.Setenv("WATCHDOG_USEC", "200000") // pings every 100ms
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
 
@@ -180,7 +113,7 @@ func TestWatchdogPingsOnlyWhileHealthy(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- newNotifier(nil).RunWatchdog(ctx, check) }()
+	go func() { done <- NewNotifier(nil).RunWatchdog(ctx, check) }()
 	defer func() {
 		cancel()
 		select {
@@ -195,7 +128,7 @@ func TestWatchdogPingsOnlyWhileHealthy(t *testing.T) {
 
 	pings := 0
 	for pings < 3 {
-		if got := sd.next(); got != "WATCHDOG=1" {
+		if got := sd.Next(); got != "WATCHDOG=1" {
 			t.Fatalf("got %q, want WATCHDOG=1", got)
 		}
 		pings++
@@ -212,7 +145,7 @@ func TestWatchdogPingsOnlyWhileHealthy(t *testing.T) {
 			t.Fatalf("healthy() called %d times while stuck, want 3", falseCalls.Load()-base)
 		}
 	}
-	for _, m := range sd.drain() {
+	for _, m := range sd.Drain() {
 		if m != "WATCHDOG=1" {
 			t.Fatalf("got %q, want WATCHDOG=1", m)
 		}
@@ -225,19 +158,19 @@ func TestWatchdogPingsOnlyWhileHealthy(t *testing.T) {
 
 	// The worker recovers: pings resume.
 	healthy.Store(true)
-	if got := sd.next(); got != "WATCHDOG=1" {
+	if got := sd.Next(); got != "WATCHDOG=1" {
 		t.Fatalf("after recovery got %q, want WATCHDOG=1", got)
 	}
 }
 
 func TestWatchdogStopsWithContext(t *testing.T) {
-	newFakeSystemd(t)
+	systemdtest.New(t)
 	t.Setenv("WATCHDOG_USEC", "200000")
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	done := make(chan error, 1)
-	go func() { done <- newNotifier(nil).RunWatchdog(ctx, func() bool { return true }) }()
+	go func() { done <- NewNotifier(nil).RunWatchdog(ctx, func() bool { return true }) }()
 	select {
 	case err := <-done:
 		if err != nil {
