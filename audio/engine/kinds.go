@@ -338,7 +338,7 @@ func (p pipelinePlan) synthesize(ctx context.Context, sentence string) (audio.PC
 // enrolled again.
 func (vs *Engine) speaker(owner, name string, p *voice.Pipeline) (voice.Embedding, error) {
 	if vs.store == nil {
-		return voice.Embedding{}, fmt.Errorf("%w %q: cloned speakers live in the cache file, and cache.file is empty", voice.ErrUnknownSpeaker, name)
+		return voice.Embedding{}, fmt.Errorf("%w %q: cloned speakers live in the cache file, and there is none", voice.ErrUnknownSpeaker, name)
 	}
 	for _, o := range []string{owner, ""} {
 		sp, ok, err := vs.store.GetSpeaker(o, name)
