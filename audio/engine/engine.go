@@ -312,11 +312,12 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 			return err
 		}
 		start := time.Now()
-		key, pcm, hit, err := vs.sentence(ctx, p, sentence, useCache)
+		m, err := vs.sentence(ctx, p, sentence, useCache)
 		if err != nil {
 			return fmt.Errorf("sentence %d: %w", i+1, err)
 		}
-		c := Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm, Cached: hit, Took: time.Since(start)}
+		key, pcm, hit := m.key, m.pcm, m.hit
+		c := Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm, Cached: hit, Took: time.Since(start), Unknown: m.unknown}
 		if !c.Last {
 			c.Silence = v.silence
 		}
@@ -386,13 +387,14 @@ func (vs *Engine) PinPhrases(ctx context.Context, texts []string) error {
 			return fmt.Errorf("pinned phrase %q: %w", text, err)
 		}
 		for _, sentence := range sentences {
-			key, pcm, hit, err := vs.sentence(ctx, p, sentence, true)
+			m, err := vs.sentence(ctx, p, sentence, true)
 			if err != nil {
 				return fmt.Errorf("pinned phrase %q: %w", sentence, err)
 			}
+			key := m.key
 			want[key] = true
-			if !hit {
-				data, err := audio.EncodePhrase(pcm)
+			if !m.hit {
+				data, err := audio.EncodePhrase(m.pcm)
 				if err != nil {
 					return fmt.Errorf("pinned phrase %q: %w", sentence, err)
 				}
@@ -415,20 +417,29 @@ func (vs *Engine) PinPhrases(ctx context.Context, texts []string) error {
 	return nil
 }
 
+// made is one sentence's audio as sentence made it.
+type made struct {
+	key     cache.PhraseKey // zero without the phrase cache
+	pcm     audio.PCM
+	hit     bool // from the phrase cache
+	unknown int  // phonemes the voice had no id for (0 on a hit)
+}
+
 // sentence makes one sentence's audio under plan p: from the phrase
-// cache when useCache and it is there, else synthesized. It returns the
-// sentence's cache key (zero without useCache) and whether it was a hit.
-// Speak and PinPhrases share it.
-func (vs *Engine) sentence(ctx context.Context, p plan, sentence string, useCache bool) (cache.PhraseKey, audio.PCM, bool, error) {
-	var key cache.PhraseKey
+// cache when useCache and it is there, else synthesized. Speak and
+// PinPhrases share it.
+func (vs *Engine) sentence(ctx context.Context, p plan, sentence string, useCache bool) (made, error) {
+	var m made
 	if useCache {
-		key = phraseKey(p, sentence)
-		if pcm, hit := vs.cached(key); hit {
-			return key, pcm, true, nil
+		m.key = phraseKey(p, sentence)
+		if pcm, hit := vs.cached(m.key); hit {
+			m.pcm, m.hit = pcm, true
+			return m, nil
 		}
 	}
-	pcm, err := p.synthesize(ctx, sentence)
-	return key, pcm, false, err
+	var err error
+	m.pcm, m.unknown, err = p.synthesize(ctx, sentence)
+	return m, err
 }
 
 // cached returns a sentence's audio from the phrase cache. A damaged record

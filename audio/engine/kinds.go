@@ -54,7 +54,9 @@ type plan interface {
 	spec() (spec cache.PhraseSpec, cacheable bool)
 	// split cuts a text into what synthesize takes, one model run each.
 	split(text string) ([]string, error)
-	synthesize(ctx context.Context, sentence string) (audio.PCM, error)
+	// synthesize also says how many phonemes the voice had no id for
+	// (skipped).
+	synthesize(ctx context.Context, sentence string) (audio.PCM, int, error)
 }
 
 // phraseKey names one sentence's audio under a plan's settings.
@@ -223,9 +225,8 @@ func (m piperModel) close() error { return m.v.Close() }
 
 func (p piperPlan) spec() (cache.PhraseSpec, bool)      { return p.phrase, true }
 func (p piperPlan) split(text string) ([]string, error) { return p.v.SplitFor(text, p.prm) }
-func (p piperPlan) synthesize(_ context.Context, sentence string) (audio.PCM, error) {
-	pcm, _, err := p.v.SynthesizeSentence(sentence, p.prm)
-	return pcm, err
+func (p piperPlan) synthesize(_ context.Context, sentence string) (audio.PCM, int, error) {
+	return p.v.SynthesizeSentence(sentence, p.prm)
 }
 
 // styleModel is a style-vector voice (Kokoro-like): a pack of voices, one
@@ -265,9 +266,8 @@ func (m styleModel) close() error { return m.v.Close() }
 
 func (p stylePlan) spec() (cache.PhraseSpec, bool)      { return p.phrase, true }
 func (p stylePlan) split(text string) ([]string, error) { return p.v.Split(text) }
-func (p stylePlan) synthesize(_ context.Context, sentence string) (audio.PCM, error) {
-	pcm, _, err := p.v.SynthesizeSentence(sentence, p.prm)
-	return pcm, err
+func (p stylePlan) synthesize(_ context.Context, sentence string) (audio.PCM, int, error) {
+	return p.v.SynthesizeSentence(sentence, p.prm)
 }
 
 // pipelineModel is a cloning voice (speaker encoder, decoder, vocoder):
@@ -328,9 +328,8 @@ func (m pipelineModel) close() error { return m.p.Close() }
 // A session's sentence depends on what was said before it: not cacheable.
 func (p pipelinePlan) spec() (cache.PhraseSpec, bool)      { return p.phrase, !p.session }
 func (p pipelinePlan) split(text string) ([]string, error) { return p.p.Split(text) }
-func (p pipelinePlan) synthesize(ctx context.Context, sentence string) (audio.PCM, error) {
-	pcm, _, err := p.p.SynthesizeSentence(ctx, sentence, p.prm)
-	return pcm, err
+func (p pipelinePlan) synthesize(ctx context.Context, sentence string) (audio.PCM, int, error) {
+	return p.p.SynthesizeSentence(ctx, sentence, p.prm)
 }
 
 // speaker finds a cloned speaker for a request of owner: the owner's own

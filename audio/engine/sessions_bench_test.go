@@ -201,7 +201,7 @@ func fillPhraseCache(b *testing.B, vs *Engine, path string, maxBytes int64) ([]c
 			b.Fatal(err)
 		}
 		for _, sentence := range benchSentences() {
-			pcm, err := p.synthesize(context.Background(), sentence)
+			pcm, _, err := p.synthesize(context.Background(), sentence)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -42,6 +42,9 @@ type Chunk struct {
 	// Took is how long the engine worked on the sentence: the cache
 	// lookup, and the synthesis on a miss.
 	Took time.Duration
+	// Unknown counts the phonemes the voice had no id for: they were
+	// skipped (0 for a cached sentence).
+	Unknown int
 }
 
 // Enrollment asks for a cloned speaker made from a reference recording.

@@ -201,6 +201,9 @@ func runSay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintf(stderr, "%d sentence(s), %.1f s of speech; first audio after %d ms, synthesis %d ms (real-time factor %.3f); cache: %s\n",
 		len(st.sources), st.audio.Seconds(), st.firstAudio.Milliseconds(), st.synth.Milliseconds(), rtf, st.cacheSummary(store != nil))
+	if st.unknown > 0 {
+		fmt.Fprintf(stderr, "note: %d phoneme(s) unknown to this voice were skipped\n", st.unknown)
+	}
 	return nil
 }
 
@@ -210,6 +213,7 @@ type sayStats struct {
 	synth      time.Duration // the engine's time: cache lookups and synthesis
 	audio      time.Duration // of speech and pauses
 	sources    []bool        // per sentence: true if it came from the phrase cache
+	unknown    int           // phonemes the voice had no id for, skipped
 }
 
 // cacheSummary is the per-sentence cache source: "hit,miss,hit", or "off".
@@ -248,6 +252,7 @@ func play(ctx context.Context, e *engine.Engine, req engine.Request, sink audio.
 			}
 			st.sources = append(st.sources, c.Cached)
 			st.synth += c.Took
+			st.unknown += c.Unknown
 			st.audio += c.PCM.Duration() + c.Silence
 			if c.Silence > 0 {
 				if err := sink.Write(ctx, audio.Silence(c.PCM.Rate, c.PCM.Channels, c.Silence)); err != nil {
