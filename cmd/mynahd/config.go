@@ -72,6 +72,9 @@ type Config struct {
 	Audio  AudioConfig  `yaml:"audio"`
 	Queue  QueueConfig  `yaml:"queue"`
 	Cache  CacheConfig  `yaml:"cache"`
+	// Wyoming serves Home Assistant's Wyoming integration: mynah as a
+	// local TTS engine (Assist, tts.speak).
+	Wyoming WyomingConfig `yaml:"wyoming"`
 
 	// WatchdogStall is how long one synthesis step or one audio write may
 	// block before mynahd stops its systemd watchdog pings (and systemd,
@@ -80,6 +83,21 @@ type Config struct {
 	WatchdogStall time.Duration `yaml:"watchdog_stall"`
 
 	Log LogConfig `yaml:"log"`
+}
+
+// WyomingConfig is the wyoming section.
+type WyomingConfig struct {
+	// Listen is the TCP address of the Wyoming server, e.g.
+	// 127.0.0.1:10200, or 0.0.0.0:10200 for Home Assistant on another
+	// machine (Wyoming has no authentication: a trusted network only).
+	// "" (default) turns it off.
+	Listen string `yaml:"listen"`
+	// MaxConnections bounds the open connections, 1 to 256 (default 8);
+	// more are refused with an error event.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxParallel bounds the requests synthesized at once; others wait
+	// their turn. 0 (default) is one per core, at most 64.
+	MaxParallel int `yaml:"max_parallel"`
 }
 
 // MQTTConfig is the mqtt section.
@@ -303,7 +321,8 @@ func DefaultConfig() Config {
 				CheckInterval: 30 * time.Second,
 			},
 		},
-		ONNX: ONNXConfig{Provider: string(ort.ProviderAuto)},
+		ONNX:    ONNXConfig{Provider: string(ort.ProviderAuto)},
+		Wyoming: WyomingConfig{MaxConnections: 8},
 		Audio: AudioConfig{
 			Volume:          1,
 			WriteTimeout:    2 * time.Second,

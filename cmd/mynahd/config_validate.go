@@ -43,8 +43,9 @@ func (e *fieldError) Error() string        { return e.Field + ": " + e.Problem }
 func (e *fieldError) Is(target error) bool { return target == errInvalidConfig }
 
 var (
-	nodePattern  = regexp.MustCompile(`^[a-z0-9_-]+$`)
-	voicePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	hostnamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$`)
+	nodePattern     = regexp.MustCompile(`^[a-z0-9_-]+$`)
+	voicePattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 )
 
 const maxVoiceNameLen = 64
@@ -150,6 +151,7 @@ func (c Config) Validate() error {
 		bad("queue.size", "%d out of range (1 to %d)", c.Queue.Size, MaxQueueSize)
 	}
 	checkDuration(bad, "queue.default_ttl", c.Queue.DefaultTTL, time.Second, 24*time.Hour)
+	c.Wyoming.validate(bad)
 	if f := c.Queue.SpoolFile; f != "" {
 		checkPath(bad, "queue.spool_file", f)
 		switch {
@@ -353,3 +355,20 @@ func isWAVOutput(v string) bool {
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+func (w WyomingConfig) validate(bad func(field, format string, args ...any)) {
+	if w.Listen != "" {
+		host, port, err := net.SplitHostPort(w.Listen)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+			bad("wyoming.listen", "%q is not HOST:PORT (e.g. 127.0.0.1:10200, or 0.0.0.0:10200 for the whole network)", w.Listen)
+		} else if host != "" && net.ParseIP(host) == nil && !hostnamePattern.MatchString(host) {
+			bad("wyoming.listen", "%q: host %q is neither an IP address nor a host name", w.Listen, host)
+		}
+	}
+	if w.MaxConnections < 1 || w.MaxConnections > 256 {
+		bad("wyoming.max_connections", "%d out of range (1 to 256)", w.MaxConnections)
+	}
+	if w.MaxParallel < 0 || w.MaxParallel > 64 {
+		bad("wyoming.max_parallel", "%d out of range (0 = one per core, up to 64)", w.MaxParallel)
+	}
+}
