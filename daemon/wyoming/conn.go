@@ -1,0 +1,466 @@
+package wyoming
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/speech"
+)
+
+// Event types this server reads and writes.
+const (
+	typeDescribe          = "describe"
+	typeInfo              = "info"
+	typeSynthesize        = "synthesize"
+	typeSynthesizeStart   = "synthesize-start"
+	typeSynthesizeChunk   = "synthesize-chunk"
+	typeSynthesizeStop    = "synthesize-stop"
+	typeSynthesizeStopped = "synthesize-stopped"
+	typeAudioStart        = "audio-start"
+	typeAudioChunk        = "audio-chunk"
+	typeAudioStop         = "audio-stop"
+	typeError             = "error"
+	typePing              = "ping"
+	typePong              = "pong"
+)
+
+// Codes of the error events this server sends. After an error event the
+// server closes the connection: Home Assistant reads audio until
+// audio-stop or synthesize-stopped and ignores error events, so only the
+// closed connection tells it the request failed.
+const (
+	CodeBusy         = "busy"             // over MaxConnections
+	CodeBadEvent     = "bad-event"        // a frame ReadEvent refused, or data of the wrong shape
+	CodeTimeout      = "timeout"          // no complete event within ReadTimeout
+	CodeUnexpected   = "unexpected-event" // e.g. synthesize-chunk outside a stream
+	CodeUnknownVoice = "unknown-voice"    // no voice by that name, or none for that language
+	CodeEmptyText    = "empty-text"       // a synthesize with nothing but white space
+	CodeTextTooLong  = "text-too-long"    // over MaxTextRunes
+	CodeSynthesis    = "synthesis-failed" // the engine failed
+)
+
+// fallbackRate is the audio-start rate of a one-shot answer that has no
+// audio at all (the engine found nothing to say).
+const fallbackRate = 22050
+
+// requestError is a failure the client hears about as an error event.
+type requestError struct {
+	code string
+	err  error
+}
+
+func (e *requestError) Error() string { return e.code + ": " + e.err.Error() }
+func (e *requestError) Unwrap() error { return e.err }
+
+func refuse(code, format string, args ...any) error {
+	return &requestError{code: code, err: fmt.Errorf(format, args...)}
+}
+
+func errorEvent(code, text string) (Event, error) {
+	data, err := json.Marshal(struct {
+		Text string `json:"text"`
+		Code string `json:"code"`
+	}{text, code})
+	return Event{Type: typeError, Data: data}, err
+}
+
+// Shapes of the data of the events read.
+type (
+	voiceData struct {
+		Name     string `json:"name"`
+		Language string `json:"language"`
+		Speaker  string `json:"speaker"`
+	}
+	synthesizeData struct {
+		Text  string     `json:"text"`
+		Voice *voiceData `json:"voice"`
+	}
+	textData struct {
+		Text string `json:"text"`
+	}
+	audioFormat struct {
+		Rate      int   `json:"rate"`
+		Width     int   `json:"width"`
+		Channels  int   `json:"channels"`
+		Timestamp int64 `json:"timestamp"`
+	}
+)
+
+// conn is one client connection, served on one goroutine.
+type conn struct {
+	s   *Server
+	c   net.Conn
+	r   *bufio.Reader
+	log *slog.Logger
+
+	// The stream being received, between synthesize-start and -stop.
+	streaming bool
+	req       speech.Request // voice and speaker of the stream
+	pending   string         // streamed text not yet spoken
+	runes     int            // streamed text so far
+
+	// Audio of the current request: its format, fixed by the first
+	// sentence (HA writes the WAV header from the first audio-start), the
+	// frames sent, and the pause owed after the last sentence, sent only
+	// if another follows.
+	rate, channels int
+	frames         int64
+	silence        time.Duration
+}
+
+func (s *Server) serveConn(ctx context.Context, c net.Conn) {
+	cn := &conn{s: s, c: c, r: bufio.NewReader(c), log: s.log.With(logKeyRemote, c.RemoteAddr().String())}
+	cn.log.Debug("connected")
+	for {
+		c.SetReadDeadline(time.Now().Add(s.o.ReadTimeout))
+		ev, err := ReadEvent(cn.r, s.o.Limits)
+		if err != nil {
+			switch {
+			case ctx.Err() != nil, errors.Is(err, io.EOF):
+				cn.log.Debug("disconnected")
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				cn.fail(refuse(CodeTimeout, "no complete event within %v", s.o.ReadTimeout))
+			case errors.Is(err, net.ErrClosed), errors.Is(err, ErrTruncated):
+				s.st.errors.Add(1)
+				cn.log.Debug("connection lost", logKeyErr, err)
+			default:
+				var ne net.Error
+				if errors.As(err, &ne) || !isFrameError(err) {
+					s.st.errors.Add(1)
+					cn.log.Debug("read failed", logKeyErr, err)
+					return
+				}
+				cn.fail(&requestError{code: CodeBadEvent, err: err})
+			}
+			return
+		}
+		if err := cn.handle(ctx, ev); err != nil {
+			if ctx.Err() == nil {
+				cn.fail(err)
+			}
+			return
+		}
+	}
+}
+
+func isFrameError(err error) bool {
+	return errors.Is(err, ErrMalformed) || errors.Is(err, ErrHeaderTooLong) ||
+		errors.Is(err, ErrDataTooLarge) || errors.Is(err, ErrPayloadTooLarge)
+}
+
+// fail reports err to the client as an error event, if it is one the
+// client should hear about; the caller then closes the connection.
+func (cn *conn) fail(err error) {
+	cn.s.st.errors.Add(1)
+	var re *requestError
+	if !errors.As(err, &re) {
+		cn.log.Debug("connection dropped", logKeyErr, err)
+		return
+	}
+	cn.log.Warn("request failed", "code", re.code, logKeyErr, re.err)
+	ev, mErr := errorEvent(re.code, re.err.Error())
+	if mErr == nil {
+		cn.write(ev)
+	}
+}
+
+func (cn *conn) handle(ctx context.Context, ev Event) error {
+	switch ev.Type {
+	case typeDescribe:
+		cn.s.st.describes.Add(1)
+		info, err := infoEvent(cn.s.o.Version, cn.s.o.Engine.Voices())
+		if err != nil {
+			return fmt.Errorf("info: %w", err)
+		}
+		return cn.write(info)
+
+	case typePing:
+		var d textData
+		if err := decode(ev, &d); err != nil {
+			return err
+		}
+		data, _ := json.Marshal(d)
+		return cn.write(Event{Type: typePong, Data: data})
+
+	case typeSynthesize:
+		if cn.streaming {
+			// Home Assistant sends the whole text once more, for servers
+			// that know no streaming, before synthesize-stop. Speaking it
+			// would say everything twice.
+			cn.log.Debug("compatibility synthesize ignored inside a stream")
+			return nil
+		}
+		var d synthesizeData
+		if err := decode(ev, &d); err != nil {
+			return err
+		}
+		if strings.TrimSpace(d.Text) == "" {
+			return refuse(CodeEmptyText, "nothing to say")
+		}
+		if n := utf8.RuneCountInString(d.Text); n > cn.s.o.MaxTextRunes {
+			return refuse(CodeTextTooLong, "text of %d characters is over the limit of %d", n, cn.s.o.MaxTextRunes)
+		}
+		req, err := cn.voice(d.Voice)
+		if err != nil {
+			return err
+		}
+		cn.s.st.requests.Add(1)
+		cn.resetAudio()
+		req.Text = d.Text
+		audioSent, err := cn.speak(ctx, req)
+		if err != nil {
+			return err
+		}
+		if !audioSent {
+			// A valid, empty WAV for HA, whose one-shot reader makes its
+			// WAV from the first audio-chunk.
+			if err := cn.writeFormat(typeAudioStart, fallbackRate, 1); err != nil {
+				return err
+			}
+			if err := cn.writeAudio(audio.PCM{Rate: fallbackRate, Channels: 1}); err != nil {
+				return err
+			}
+			return cn.writeFormat(typeAudioStop, fallbackRate, 1)
+		}
+		return nil
+
+	case typeSynthesizeStart:
+		if cn.streaming {
+			return refuse(CodeUnexpected, "synthesize-start inside a stream")
+		}
+		var d synthesizeData
+		if err := decode(ev, &d); err != nil {
+			return err
+		}
+		req, err := cn.voice(d.Voice)
+		if err != nil {
+			return err
+		}
+		cn.s.st.requests.Add(1)
+		cn.streaming, cn.req, cn.pending, cn.runes = true, req, "", 0
+		cn.resetAudio()
+		return nil
+
+	case typeSynthesizeChunk:
+		if !cn.streaming {
+			return refuse(CodeUnexpected, "synthesize-chunk outside a stream (send synthesize-start first)")
+		}
+		var d textData
+		if err := decode(ev, &d); err != nil {
+			return err
+		}
+		cn.runes += utf8.RuneCountInString(d.Text)
+		if cn.runes > cn.s.o.MaxTextRunes {
+			return refuse(CodeTextTooLong, "streamed text is over the limit of %d characters", cn.s.o.MaxTextRunes)
+		}
+		done, rest := cutSentences(cn.pending + d.Text)
+		cn.pending = rest
+		return cn.speakStreamed(ctx, done)
+
+	case typeSynthesizeStop:
+		if !cn.streaming {
+			return refuse(CodeUnexpected, "synthesize-stop outside a stream")
+		}
+		rest := cn.pending
+		cn.streaming, cn.pending = false, ""
+		if err := cn.speakStreamed(ctx, rest); err != nil {
+			return err
+		}
+		return cn.write(Event{Type: typeSynthesizeStopped})
+
+	default:
+		// Other events (audio from a satellite, transcribe, ...) are not
+		// for a TTS server; like the Python servers, carry on.
+		cn.log.Debug("event ignored", logKeyEvent, ev.Type)
+		return nil
+	}
+}
+
+func decode(ev Event, v any) error {
+	if len(ev.Data) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(ev.Data, v); err != nil {
+		return &requestError{code: CodeBadEvent, err: fmt.Errorf("%s data: %w", ev.Type, err)}
+	}
+	return nil
+}
+
+// voice resolves a request's voice: a name from info, or failing that
+// the first voice for a language (en_US and en-US match, en matches
+// either); none is the engine's default voice.
+func (cn *conn) voice(v *voiceData) (speech.Request, error) {
+	if v == nil || (v.Name == "" && v.Language == "") {
+		return speech.Request{}, nil
+	}
+	voices := cn.s.o.Engine.Voices()
+	if v.Name != "" {
+		for _, vi := range voices {
+			if vi.Name == v.Name {
+				return speech.Request{Voice: vi.Name, Speaker: v.Speaker}, nil
+			}
+		}
+		return speech.Request{}, refuse(CodeUnknownVoice, "no voice %q (describe lists the voices)", v.Name)
+	}
+	for _, vi := range voices {
+		for _, l := range vi.Languages {
+			if sameLanguage(l, v.Language) {
+				return speech.Request{Voice: vi.Name, Speaker: v.Speaker}, nil
+			}
+		}
+	}
+	return speech.Request{}, refuse(CodeUnknownVoice, "no voice for language %q", v.Language)
+}
+
+func sameLanguage(have, want string) bool {
+	norm := func(s string) string { return strings.ToLower(strings.ReplaceAll(s, "-", "_")) }
+	have, want = norm(have), norm(want)
+	return have == want || (!strings.Contains(want, "_") && strings.HasPrefix(have, want+"_"))
+}
+
+// speakStreamed speaks text of the stream, if it holds anything to say.
+// Each call is answered as wyoming-piper does: audio-start, audio-chunks,
+// audio-stop, all in the stream's one format.
+func (cn *conn) speakStreamed(ctx context.Context, text string) error {
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	req := cn.req
+	req.Text = text
+	_, err := cn.speak(ctx, req)
+	return err
+}
+
+func (cn *conn) resetAudio() { cn.rate, cn.channels, cn.frames, cn.silence = 0, 0, 0, 0 }
+
+// speak runs one Speak call, holding a MaxParallel slot, and sends its
+// audio framed by audio-start and audio-stop (none if it had no audio).
+func (cn *conn) speak(ctx context.Context, req speech.Request) (audioSent bool, err error) {
+	select {
+	case cn.s.speak <- struct{}{}:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	defer func() { <-cn.s.speak }()
+
+	var emitErr error // a client that went away is not a synthesis failure
+	err = cn.s.o.Engine.Speak(ctx, req, func(ch speech.Chunk) error {
+		pcm := ch.PCM
+		if len(pcm.Samples) == 0 {
+			cn.silence += ch.Silence
+			return nil
+		}
+		if err := cn.sentence(pcm, &audioSent); err != nil {
+			emitErr = err
+			return err
+		}
+		cn.silence = ch.Silence
+		return nil
+	})
+	if emitErr != nil {
+		return audioSent, emitErr
+	}
+	if err != nil {
+		return audioSent, &requestError{code: CodeSynthesis, err: err}
+	}
+	if audioSent {
+		return true, cn.writeFormat(typeAudioStop, cn.rate, cn.channels)
+	}
+	return false, nil
+}
+
+// sentence sends one sentence's audio, converted to the request's format,
+// preceded by audio-start if it is the call's first and by the pause the
+// previous sentence asked for.
+func (cn *conn) sentence(pcm audio.PCM, started *bool) error {
+	if err := pcm.Validate(); err != nil {
+		return &requestError{code: CodeSynthesis, err: err}
+	}
+	if cn.rate == 0 {
+		cn.rate, cn.channels = pcm.Rate, pcm.Channels
+		cn.silence = 0 // nothing to pause after
+	} else if pcm.Rate != cn.rate || pcm.Channels != cn.channels {
+		// A later sentence in another voice or rate: resample, since HA
+		// keeps the first audio-start's format for the whole WAV.
+		var err error
+		if pcm, err = audio.Convert(pcm, cn.rate, cn.channels); err != nil {
+			return &requestError{code: CodeSynthesis, err: err}
+		}
+	}
+	if !*started {
+		if err := cn.writeFormat(typeAudioStart, cn.rate, cn.channels); err != nil {
+			return err
+		}
+		*started = true
+	}
+	if cn.silence > 0 {
+		if err := cn.writeAudio(audio.Silence(cn.rate, cn.channels, cn.silence)); err != nil {
+			return err
+		}
+		cn.silence = 0
+	}
+	return cn.writeAudio(pcm)
+}
+
+func (cn *conn) timestamp() int64 {
+	if cn.rate == 0 {
+		return 0
+	}
+	return cn.frames * 1000 / int64(cn.rate)
+}
+
+func (cn *conn) writeFormat(typ string, rate, channels int) error {
+	f := audioFormat{Rate: rate, Width: 2, Channels: channels, Timestamp: cn.timestamp()}
+	var data []byte
+	if typ == typeAudioStop {
+		data, _ = json.Marshal(struct {
+			Timestamp int64 `json:"timestamp"`
+		}{f.Timestamp})
+	} else {
+		data, _ = json.Marshal(f)
+	}
+	return cn.write(Event{Type: typ, Data: data})
+}
+
+// writeAudio sends p as audio-chunk events of SamplesPerChunk frames, s16le.
+// An empty p is sent as one empty chunk.
+func (cn *conn) writeAudio(p audio.PCM) error {
+	step := cn.s.o.SamplesPerChunk * p.Channels
+	for i := 0; i < len(p.Samples) || i == 0; i += step {
+		part := p.Samples[i:min(i+step, len(p.Samples))]
+		payload := make([]byte, 2*len(part))
+		for j, s := range part {
+			binary.LittleEndian.PutUint16(payload[2*j:], uint16(s))
+		}
+		data, _ := json.Marshal(audioFormat{Rate: p.Rate, Width: 2, Channels: p.Channels, Timestamp: cn.timestamp()})
+		if err := cn.write(Event{Type: typeAudioChunk, Data: data, Payload: payload}); err != nil {
+			return err
+		}
+		frames := int64(len(part) / p.Channels)
+		cn.frames += frames
+		cn.s.st.audioNanos.Add(frames * int64(time.Second) / int64(p.Rate))
+		if len(p.Samples) == 0 {
+			break
+		}
+	}
+	return nil
+}
+
+func (cn *conn) write(ev Event) error {
+	cn.c.SetWriteDeadline(time.Now().Add(cn.s.o.WriteTimeout))
+	n, err := writeEvent(cn.c, ev)
+	cn.s.st.bytesOut.Add(uint64(n))
+	return err
+}
