@@ -171,9 +171,25 @@ func (cn *conn) fail(err error) {
 	}
 	cn.log.Warn("request failed", "code", re.code, logKeyErr, re.err)
 	ev, mErr := errorEvent(re.code, re.err.Error())
-	if mErr == nil {
-		cn.write(ev)
+	if mErr == nil && cn.write(ev) == nil {
+		cn.linger()
 	}
+}
+
+// lingerTimeout bounds how long a failed connection is drained.
+const lingerTimeout = time.Second
+
+// linger half-closes the connection and reads what the client still sends
+// until it closes too (or lingerTimeout, or 256 KiB). Closing a socket
+// with unread input makes the kernel send a reset, which can destroy the
+// error event before the client has read it.
+func (cn *conn) linger() {
+	hc, ok := cn.c.(interface{ CloseWrite() error })
+	if !ok || hc.CloseWrite() != nil {
+		return
+	}
+	cn.c.SetReadDeadline(time.Now().Add(lingerTimeout))
+	io.Copy(io.Discard, io.LimitReader(cn.r, 256<<10))
 }
 
 func (cn *conn) handle(ctx context.Context, ev Event) error {
@@ -334,7 +350,8 @@ func sameLanguage(have, want string) bool {
 // Each call is answered as wyoming-piper does: audio-start, audio-chunks,
 // audio-stop, all in the stream's one format.
 func (cn *conn) speakStreamed(ctx context.Context, text string) error {
-	if strings.TrimSpace(text) == "" {
+	text = strings.TrimSpace(text)
+	if text == "" {
 		return nil
 	}
 	req := cn.req
