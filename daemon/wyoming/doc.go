@@ -33,8 +33,10 @@
 // A failed request is answered with an error event {text, code} (the
 // Code constants) and the connection is closed, which is how Home
 // Assistant notices: it does not read error events. A frame that breaks
-// the framing or a limit is answered the same way. Home Assistant opens a
-// new connection for every request and every describe.
+// the framing or a limit is answered the same way. Before closing, the server half-closes and
+// drains what the client still sends (at most 1 s, 256 KiB), so that the
+// error event is not lost to a TCP reset. Home Assistant opens a new
+// connection for every request and every describe.
 //
 // # Limits
 //
