@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mynah-tts/mynah/audio/engine"
+	"github.com/mynah-tts/mynah/daemon/wyoming"
 	"github.com/mynah-tts/mynah/systemd"
 	"log/slog"
+	"net"
 	"strings"
 	"time"
 
@@ -109,6 +112,13 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		return err
 	}
 	st.report(d, cfg)
+	// The Wyoming server stops with the daemon, whatever ended it.
+	wctx, stopWyoming := context.WithCancel(ctx)
+	defer stopWyoming()
+	wyomingDone, err := startWyoming(wctx, cfg.Wyoming, voices, log)
+	if err != nil {
+		return err
+	}
 
 	if err := notify.Ready(); err != nil {
 		log.Warn("sd_notify READY", "err", err)
@@ -123,6 +133,10 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 
 	err = d.Run(ctx)
 	_ = notify.Stopping()
+	stopWyoming()
+	if werr := <-wyomingDone; werr != nil {
+		err = errors.Join(err, werr)
+	}
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}
@@ -225,4 +239,29 @@ func runUnregister(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	log.Info("removed from Home Assistant", "node", cfg.Node)
 	return nil
+}
+
+// startWyoming serves Home Assistant's Wyoming integration on c.Listen
+// until ctx ends; the channel gives Serve's result then (at once when
+// the server is off). The port is taken here, before READY, so a port in
+// use stops the start with a clear error.
+func startWyoming(ctx context.Context, c WyomingConfig, voices *engine.Engine, log *slog.Logger) (<-chan error, error) {
+	done := make(chan error, 1)
+	if c.Listen == "" {
+		done <- nil
+		return done, nil
+	}
+	ws, err := wyoming.New(&wyoming.Options{Listen: c.Listen, MaxConnections: c.MaxConnections, MaxParallel: c.MaxParallel,
+		Engine: wyomingVoices{voices}, Logger: log.With("component", "wyoming"), Version: version})
+	if err != nil {
+		return nil, fmt.Errorf("wyoming: %w", err)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", c.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("wyoming.listen: %w (is another Wyoming server, wyoming-piper say, on that port?)", err)
+	}
+	log.Info("wyoming server listening", "addr", ln.Addr().String())
+	go func() { done <- ws.Serve(ctx, ln) }()
+	return done, nil
 }

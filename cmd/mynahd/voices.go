@@ -12,6 +12,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/cache"
 	"github.com/mynah-tts/mynah/daemon"
+	"github.com/mynah-tts/mynah/daemon/wyoming"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
@@ -73,3 +74,21 @@ type speakerBook struct{ *engine.Engine }
 var _ daemon.SpeakerStore = speakerBook{}
 
 func (b speakerBook) List() ([]daemon.SpeakerInfo, error) { return b.Speakers(), nil }
+
+// wyomingVoices is the engine as the Wyoming server sees it: the voices
+// described from their files (so a describe never waits for a load), and
+// Speak as it is.
+type wyomingVoices struct{ *engine.Engine }
+
+var _ wyoming.Engine = wyomingVoices{}
+
+func (w wyomingVoices) Voices() []wyoming.VoiceInfo {
+	list := w.Describe()
+	out := make([]wyoming.VoiceInfo, len(list))
+	for i, v := range list {
+		kind := map[string]string{"piper": "Piper", "style_vector": "style-vector", "pipeline": "voice cloning"}[v.Kind]
+		out[i] = wyoming.VoiceInfo{Name: v.Name, Languages: v.Languages, Speakers: v.Speakers, Version: version,
+			Description: fmt.Sprintf("%s (%s, %d Hz)", v.Name, kind, v.SampleRate)}
+	}
+	return out
+}

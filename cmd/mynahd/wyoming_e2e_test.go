@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mynah-tts/mynah/audio/voice/demo"
+	"github.com/mynah-tts/mynah/daemon"
+	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
+	"github.com/mynah-tts/mynah/daemon/wyoming"
+)
+
+// wyomingClient speaks the Wyoming protocol as Home Assistant does: a
+// connection per request.
+type wyomingClient struct {
+	t    *testing.T
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+func dialWyoming(t *testing.T, addr string) *wyomingClient {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(wait))
+	return &wyomingClient{t: t, conn: conn, r: bufio.NewReader(conn)}
+}
+
+func (c *wyomingClient) send(typ string, data any) {
+	c.t.Helper()
+	b, err := json.Marshal(data)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := wyoming.WriteEvent(c.conn, wyoming.Event{Type: typ, Data: b}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *wyomingClient) next() wyoming.Event {
+	c.t.Helper()
+	e, err := wyoming.ReadEvent(c.r, wyoming.Limits{MaxPayloadBytes: 1 << 20})
+	if err != nil {
+		c.t.Fatalf("read event: %v", err)
+	}
+	return e
+}
+
+// speak sends a one-shot synthesize and returns the audio format and the
+// samples, as Home Assistant reads them.
+func (c *wyomingClient) speak(text string) (rate int, samples int) {
+	c.t.Helper()
+	c.send("synthesize", map[string]any{"text": text, "voice": map[string]string{"name": demo.Name}})
+	for {
+		e := c.next()
+		switch e.Type {
+		case "audio-start":
+			var f struct{ Rate, Width, Channels int }
+			json.Unmarshal(e.Data, &f)
+			if f.Width != 2 || f.Channels != 1 {
+				c.t.Fatalf("audio-start %s", e.Data)
+			}
+			rate = f.Rate
+		case "audio-chunk":
+			samples += len(e.Payload) / 2
+		case "audio-stop":
+			return rate, samples
+		case "error":
+			c.t.Fatalf("error event %s", e.Data)
+		}
+	}
+}
+
+// TestWyomingServesHomeAssistant: mynahd with wyoming.listen answers a
+// describe with its voices and speaks through the same engine and phrase
+// cache as MQTT: the second time a sentence is asked for, it is a hit.
+func TestWyomingServesHomeAssistant(t *testing.T) {
+	cfg := testConfig(t, "", "null")
+	cfg.Wyoming.Listen = freeAddr(t)
+	url, _ := startDaemon(t, cfg)
+	waitOnline(t, url, cfg.Node)
+
+	c := dialWyoming(t, cfg.Wyoming.Listen)
+	c.send("describe", map[string]any{})
+	info := c.next()
+	if info.Type != "info" {
+		t.Fatalf("describe answered with %q", info.Type)
+	}
+	var in struct {
+		TTS []struct {
+			Name      string `json:"name"`
+			Streaming bool   `json:"supports_synthesize_streaming"`
+			Voices    []struct {
+				Name      string   `json:"name"`
+				Languages []string `json:"languages"`
+				Installed bool     `json:"installed"`
+				Speakers  []struct {
+					Name string `json:"name"`
+				} `json:"speakers"`
+			} `json:"voices"`
+		} `json:"tts"`
+	}
+	if err := json.Unmarshal(info.Data, &in); err != nil || len(in.TTS) != 1 || !in.TTS[0].Streaming {
+		t.Fatalf("info %s (%v)", info.Data, err)
+	}
+	i := slices.IndexFunc(in.TTS[0].Voices, func(v struct {
+		Name      string   `json:"name"`
+		Languages []string `json:"languages"`
+		Installed bool     `json:"installed"`
+		Speakers  []struct {
+			Name string `json:"name"`
+		} `json:"speakers"`
+	}) bool {
+		return v.Name == demo.Name
+	})
+	if i < 0 {
+		t.Fatalf("no %s among %s", demo.Name, info.Data)
+	}
+	if v := in.TTS[0].Voices[i]; !v.Installed || !slices.Equal(v.Languages, []string{"en_US"}) || len(v.Speakers) != len(demo.Speakers()) {
+		t.Errorf("demo voice in info: %+v", v)
+	}
+
+	// Asked for over Wyoming first, the sentence is in the phrase cache
+	// that MQTT requests read too.
+	const text = "The washing machine has finished."
+	rate, samples := dialWyoming(t, cfg.Wyoming.Listen).speak(text)
+	if rate != demo.SampleRate || samples < rate/2 {
+		t.Fatalf("audio: %d Hz, %d samples", rate, samples)
+	}
+	ev := watchEvents(t, url, cfg.Node)
+	mqtttest.Publish(t, url, "mynah/kitchen/say", []byte(`{"id":"after-wyoming","text":"`+text+`"}`), false)
+	if e := ev.next(stateID(daemon.EventFinished, "after-wyoming")); e.Cache != daemon.CacheHit {
+		t.Errorf("the MQTT request after the Wyoming one: cache %q, want hit", e.Cache)
+	}
+}
