@@ -30,6 +30,10 @@ cache:
 audio:
   # No sound card? Then the speech is written to this file.
   fallback: "wav:$root/var/speech.wav"
+wyoming:
+  # Home Assistant on this machine can use mynah as its TTS engine here
+  # (Wyoming integration, host 127.0.0.1, port 10200).
+  listen: 127.0.0.1:10200
 YAML
 fi
 node=$(sed -n 's/^node: *//p' "$conf" | head -n1)
@@ -58,5 +62,6 @@ mynahd is running (Ctrl-C stops it). Try, from another terminal:
   bin/mynah enroll --node $node --owner me --name you some-recording.wav   # 1-30 s of speech
   mosquitto_pub -t mynah/$node/u/me/say -m '{"text":"Now in your voice.","voice":"mynah-clone","speaker":"you"}'
   mosquitto_sub -v -t 'mynah/$node/#'
+$(sed -n 's/^  listen: *\(.*:[0-9]*\)$/Home Assistant on this machine: add the Wyoming integration with host and port \1./p' "$conf" | head -n1)
 MSG
 wait $pid
