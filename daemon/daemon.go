@@ -228,6 +228,10 @@ func (d *Daemon) Snapshot() State {
 	s.Counters = d.stats.snapshot()
 	s.Cache = d.cacheStats()
 	s.Spool = d.spoolStatus()
+	if d.opts.Wyoming != nil {
+		w := d.opts.Wyoming()
+		s.Wyoming = &w
+	}
 	s.Time = d.now()
 	return s
 }

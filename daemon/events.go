@@ -96,7 +96,22 @@ type State struct {
 	// Spool says whether accepted commands survive a crash; absent
 	// without a spool.
 	Spool *SpoolStatus `json:"spool,omitempty"`
-	Time  time.Time    `json:"time"`
+	// Wyoming counts the requests of Home Assistant's Wyoming integration;
+	// absent when that server is off.
+	Wyoming *WyomingCounters `json:"wyoming,omitempty"`
+	Time    time.Time        `json:"time"`
+}
+
+// WyomingCounters are the Wyoming server's figures in the state, since
+// mynahd started.
+type WyomingCounters struct {
+	Connections uint64  `json:"connections"`
+	Active      int64   `json:"active"` // connections open now
+	Rejected    uint64  `json:"rejected"`
+	Requests    uint64  `json:"requests"`
+	Errors      uint64  `json:"errors"`
+	CacheHits   uint64  `json:"cache_hits"` // sentences served from the phrase cache
+	AudioS      float64 `json:"audio_s"`    // seconds of audio sent
 }
 
 // SpoolStatus is the state's spool object.

@@ -97,6 +97,9 @@ type Options struct {
 	// be used (Cache is then nil): the state's cache object reports it and
 	// a warning event cache_unavailable says so once.
 	CacheError error
+	// Wyoming, when set, reads the Wyoming server's counters for the
+	// state (mynahd's wyoming.listen).
+	Wyoming func() WyomingCounters
 	// Speakers, when set, enrolls and forgets cloned speakers
 	// (speaker/enroll, speaker/forget). nil: those fail with
 	// not_supported.

@@ -107,18 +107,26 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if st.cache != nil {
 		opts.Speakers = speakerBook{voices}
 	}
+	// The Wyoming server stops with the daemon, whatever ended it; its
+	// counters go into the daemon's state.
+	wctx, stopWyoming := context.WithCancel(ctx)
+	defer stopWyoming()
+	ws, wyomingDone, err := startWyoming(wctx, cfg.Wyoming, voices, log)
+	if err != nil {
+		return err
+	}
+	if ws != nil {
+		opts.Wyoming = func() daemon.WyomingCounters {
+			st := ws.Stats()
+			return daemon.WyomingCounters{Connections: st.Connections, Active: st.Active, Rejected: st.Rejected,
+				Requests: st.Requests, Errors: st.Errors, CacheHits: st.CacheHits, AudioS: st.AudioOut.Seconds()}
+		}
+	}
 	d, err := daemon.New(opts)
 	if err != nil {
 		return err
 	}
 	st.report(d, cfg)
-	// The Wyoming server stops with the daemon, whatever ended it.
-	wctx, stopWyoming := context.WithCancel(ctx)
-	defer stopWyoming()
-	wyomingDone, err := startWyoming(wctx, cfg.Wyoming, voices, log)
-	if err != nil {
-		return err
-	}
 
 	if err := notify.Ready(); err != nil {
 		log.Warn("sd_notify READY", "err", err)
@@ -242,26 +250,26 @@ func runUnregister(ctx context.Context, cfg Config, log *slog.Logger) error {
 }
 
 // startWyoming serves Home Assistant's Wyoming integration on c.Listen
-// until ctx ends; the channel gives Serve's result then (at once when
-// the server is off). The port is taken here, before READY, so a port in
+// until ctx ends; the channel gives Serve's result then (at once, and no
+// server, when it is off). The port is taken here, before READY, so a port in
 // use stops the start with a clear error.
-func startWyoming(ctx context.Context, c WyomingConfig, voices *engine.Engine, log *slog.Logger) (<-chan error, error) {
+func startWyoming(ctx context.Context, c WyomingConfig, voices *engine.Engine, log *slog.Logger) (*wyoming.Server, <-chan error, error) {
 	done := make(chan error, 1)
 	if c.Listen == "" {
 		done <- nil
-		return done, nil
+		return nil, done, nil
 	}
 	ws, err := wyoming.New(&wyoming.Options{Listen: c.Listen, MaxConnections: c.MaxConnections, MaxParallel: c.MaxParallel,
 		Engine: wyomingVoices{voices}, Logger: log.With("component", "wyoming"), Version: version})
 	if err != nil {
-		return nil, fmt.Errorf("wyoming: %w", err)
+		return nil, nil, fmt.Errorf("wyoming: %w", err)
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", c.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("wyoming.listen: %w (is another Wyoming server, wyoming-piper say, on that port?)", err)
+		return nil, nil, fmt.Errorf("wyoming.listen: %w (is another Wyoming server, wyoming-piper say, on that port?)", err)
 	}
 	log.Info("wyoming server listening", "addr", ln.Addr().String())
 	go func() { done <- ws.Serve(ctx, ln) }()
-	return done, nil
+	return ws, done, nil
 }

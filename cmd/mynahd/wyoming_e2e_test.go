@@ -139,4 +139,8 @@ func TestWyomingServesHomeAssistant(t *testing.T) {
 	if e := ev.next(stateID(daemon.EventFinished, "after-wyoming")); e.Cache != daemon.CacheHit {
 		t.Errorf("the MQTT request after the Wyoming one: cache %q, want hit", e.Cache)
 	}
+	// The state, published after that request, counts the Wyoming ones.
+	if w := lastState(t, url, cfg.Node).Wyoming; w == nil || w.Requests != 1 || w.Connections != 2 || w.AudioS <= 0 {
+		t.Errorf("state wyoming %+v: want 1 request over 2 connections (describe, synthesize)", w)
+	}
 }

@@ -372,8 +372,18 @@ func (cn *conn) speak(ctx context.Context, req speech.Request) (audioSent bool, 
 	}
 	defer func() { <-cn.s.speak }()
 
+	start := time.Now()
+	var (
+		first           time.Duration // request (its turn included) → first audio written
+		sentences, hits int
+	)
 	var emitErr error // a client that went away is not a synthesis failure
 	err = cn.s.o.Engine.Speak(ctx, req, func(ch speech.Chunk) error {
+		sentences++
+		if ch.Cached {
+			hits++
+			cn.s.st.cacheHits.Add(1)
+		}
 		pcm := ch.PCM
 		if len(pcm.Samples) == 0 {
 			cn.silence += ch.Silence
@@ -383,9 +393,23 @@ func (cn *conn) speak(ctx context.Context, req speech.Request) (audioSent bool, 
 			emitErr = err
 			return err
 		}
+		if first == 0 {
+			first = time.Since(start)
+		}
 		cn.silence = ch.Silence
 		return nil
 	})
+	if err == nil && emitErr == nil {
+		cache := "miss"
+		switch {
+		case sentences > 0 && hits == sentences:
+			cache = "hit"
+		case hits > 0:
+			cache = "partial"
+		}
+		cn.log.Info("spoken", "voice", req.Voice, "speaker", req.Speaker, "sentences", sentences, "cache", cache,
+			"first_audio_ms", float64(first.Microseconds())/1000, "ms", float64(time.Since(start).Microseconds())/1000)
+	}
 	if emitErr != nil {
 		return audioSent, emitErr
 	}

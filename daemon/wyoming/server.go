@@ -287,12 +287,14 @@ type Stats struct {
 	Describes   uint64        // describe events answered
 	Requests    uint64        // synthesize requests and streams begun
 	Errors      uint64        // error events sent, and connections dropped on a bad frame
+	CacheHits   uint64        // sentences the engine had in its phrase cache
 	BytesOut    uint64        // bytes written to clients
 	AudioOut    time.Duration // audio sent
 }
 
 type counters struct {
 	connections, rejected, describes, requests, errors, bytesOut atomic.Uint64
+	cacheHits                                                    atomic.Uint64
 	active, audioNanos                                           atomic.Int64
 }
 
@@ -305,6 +307,7 @@ func (s *Server) Stats() Stats {
 		Describes:   s.st.describes.Load(),
 		Requests:    s.st.requests.Load(),
 		Errors:      s.st.errors.Load(),
+		CacheHits:   s.st.cacheHits.Load(),
 		BytesOut:    s.st.bytesOut.Load(),
 		AudioOut:    time.Duration(s.st.audioNanos.Load()),
 	}
