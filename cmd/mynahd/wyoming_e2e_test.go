@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -142,5 +144,79 @@ func TestWyomingServesHomeAssistant(t *testing.T) {
 	// The state, published after that request, counts the Wyoming ones.
 	if w := lastState(t, url, cfg.Node).Wyoming; w == nil || w.Requests != 1 || w.Connections != 2 || w.AudioS <= 0 {
 		t.Errorf("state wyoming %+v: want 1 request over 2 connections (describe, synthesize)", w)
+	}
+}
+
+// TestWyomingStreamsEveryKind: Home Assistant's streaming sequence, with
+// the whole-text synthesize it sends along for old servers, is spoken
+// once, sentence by sentence; and every voice kind speaks over Wyoming,
+// with a speaker where it has them.
+func TestWyomingStreamsEveryKind(t *testing.T) {
+	cfg := testConfig(t, "", "null")
+	cfg.Wyoming.Listen = freeAddr(t)
+	for name, write := range map[string]func(string) error{
+		demo.StyleName: func(d string) error { return demo.WriteStyle(d, nil) },
+		demo.CloneName: func(d string) error { return demo.WriteCloning(d, nil) },
+	} {
+		d := filepath.Join(cfg.Voices.Dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := write(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	url, _ := startDaemon(t, cfg)
+	waitOnline(t, url, cfg.Node)
+
+	c := dialWyoming(t, cfg.Wyoming.Listen)
+	voice := map[string]any{"name": demo.Name, "speaker": demo.Speakers()[1].Name}
+	c.send("synthesize-start", map[string]any{"voice": voice})
+	c.send("synthesize-chunk", map[string]any{"text": "The door is "})
+	c.send("synthesize-chunk", map[string]any{"text": "open. Please close"})
+	c.send("synthesize-chunk", map[string]any{"text": " it."})
+	c.send("synthesize", map[string]any{"text": "The door is open. Please close it.", "voice": voice})
+	c.send("synthesize-stop", map[string]any{})
+	starts, samples := 0, 0
+	for done := false; !done; {
+		e := c.next()
+		switch e.Type {
+		case "audio-start":
+			starts++
+		case "audio-chunk":
+			samples += len(e.Payload) / 2
+		case "synthesize-stopped":
+			done = true
+		case "error":
+			t.Fatalf("error %s", e.Data)
+		}
+	}
+	if starts != 2 || samples < demo.SampleRate/2 {
+		t.Errorf("stream: %d audio-starts, %d samples; want the two sentences once each", starts, samples)
+	}
+
+	for _, v := range []map[string]any{
+		{"name": demo.Name, "speaker": demo.Speakers()[0].Name},
+		{"name": demo.StyleName, "speaker": "iris"},
+		{"name": demo.CloneName},
+	} {
+		cl := dialWyoming(t, cfg.Wyoming.Listen)
+		cl.send("synthesize", map[string]any{"text": "Good evening.", "voice": v})
+		got := 0
+		for {
+			e := cl.next()
+			if e.Type == "error" {
+				t.Fatalf("%v: error %s", v, e.Data)
+			}
+			if e.Type == "audio-chunk" {
+				got += len(e.Payload) / 2
+			}
+			if e.Type == "audio-stop" {
+				break
+			}
+		}
+		if got == 0 {
+			t.Errorf("%v: no audio", v)
+		}
 	}
 }
