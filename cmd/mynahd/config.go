@@ -98,6 +98,10 @@ type WyomingConfig struct {
 	// MaxParallel bounds the requests synthesized at once; others wait
 	// their turn. 0 (default) is one per core, at most 64.
 	MaxParallel int `yaml:"max_parallel"`
+	// Zeroconf announces the server on the local network (mDNS,
+	// _wyoming._tcp) so Home Assistant offers to add it. Default true; a
+	// loopback Listen is never announced.
+	Zeroconf bool `yaml:"zeroconf"`
 }
 
 // MQTTConfig is the mqtt section.
@@ -322,7 +326,7 @@ func DefaultConfig() Config {
 			},
 		},
 		ONNX:    ONNXConfig{Provider: string(ort.ProviderAuto)},
-		Wyoming: WyomingConfig{MaxConnections: 8},
+		Wyoming: WyomingConfig{MaxConnections: 8, Zeroconf: true},
 		Audio: AudioConfig{
 			Volume:          1,
 			WriteTimeout:    2 * time.Second,

@@ -111,7 +111,7 @@ func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	// counters go into the daemon's state.
 	wctx, stopWyoming := context.WithCancel(ctx)
 	defer stopWyoming()
-	ws, wyomingDone, err := startWyoming(wctx, cfg.Wyoming, voices, log)
+	ws, wyomingDone, err := startWyoming(wctx, cfg.Wyoming, cfg.Node, voices, log)
 	if err != nil {
 		return err
 	}
@@ -253,7 +253,7 @@ func runUnregister(ctx context.Context, cfg Config, log *slog.Logger) error {
 // until ctx ends; the channel gives Serve's result then (at once, and no
 // server, when it is off). The port is taken here, before READY, so a port in
 // use stops the start with a clear error.
-func startWyoming(ctx context.Context, c WyomingConfig, voices *engine.Engine, log *slog.Logger) (*wyoming.Server, <-chan error, error) {
+func startWyoming(ctx context.Context, c WyomingConfig, node string, voices *engine.Engine, log *slog.Logger) (*wyoming.Server, <-chan error, error) {
 	done := make(chan error, 1)
 	if c.Listen == "" {
 		done <- nil
@@ -270,6 +270,28 @@ func startWyoming(ctx context.Context, c WyomingConfig, voices *engine.Engine, l
 		return nil, nil, fmt.Errorf("wyoming.listen: %w (is another Wyoming server, wyoming-piper say, on that port?)", err)
 	}
 	log.Info("wyoming server listening", "addr", ln.Addr().String())
-	go func() { done <- ws.Serve(ctx, ln) }()
+	stopAnnounce := announceWyoming(c, ln.Addr().(*net.TCPAddr), node, log)
+	go func() {
+		err := ws.Serve(ctx, ln)
+		stopAnnounce()
+		done <- err
+	}()
 	return ws, done, nil
+}
+
+// announceWyoming announces the server for Home Assistant's discovery
+// (wyoming.zeroconf), under the node's name, unless it listens on
+// loopback only; it returns what stops the announcement. Without
+// multicast the server still works: the user adds it by host and port.
+func announceWyoming(c WyomingConfig, addr *net.TCPAddr, node string, log *slog.Logger) (stop func()) {
+	if !c.Zeroconf || addr.IP.IsLoopback() {
+		return func() {}
+	}
+	shutdown, err := wyoming.Announce("mynah-"+node, addr.Port, log.With("component", "zeroconf"))
+	if err != nil {
+		log.Warn("wyoming server not announced on the network; add it in Home Assistant by host and port", "err", err)
+		return func() {}
+	}
+	log.Info("wyoming server announced", "service", wyoming.ZeroconfService, "name", "mynah-"+node)
+	return func() { _ = shutdown() }
 }
