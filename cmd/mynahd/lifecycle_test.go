@@ -39,7 +39,8 @@ func TestLifecycleUnderSystemd(t *testing.T) {
 	broker := mqtttest.StartMosquitto(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "mynahd.yaml")
-	os.WriteFile(conf, []byte("node: hall\nmqtt:\n  broker: "+broker.URL()+"\nvoices:\n  dir: "+dir+"\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  format: journal\n"), 0o600)
+	wyomingAddr := freeAddr(t)
+	os.WriteFile(conf, []byte("node: hall\nmqtt:\n  broker: "+broker.URL()+"\nvoices:\n  dir: "+dir+"\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  format: journal\nwyoming:\n  listen: "+wyomingAddr+"\n"), 0o600)
 	sd := systemdtest.New(t)
 
 	status := mqtttest.Subscribe(t, broker.URL(), daemon.StatusTopic("hall"))
@@ -57,6 +58,14 @@ func TestLifecycleUnderSystemd(t *testing.T) {
 	sd.Expect("READY=1")
 	sd.Expect("WATCHDOG=1")
 	sd.Expect("WATCHDOG=1")
+
+	// READY means the Wyoming port is served too: Home Assistant's
+	// describe is answered.
+	wc := dialWyoming(t, wyomingAddr)
+	wc.send("describe", map[string]any{})
+	if e := wc.next(); e.Type != "info" {
+		t.Fatalf("describe answered with %q", e.Type)
+	}
 
 	ev := mqtttest.Subscribe(t, broker.URL(), "mynah/hall/event")
 	mqtttest.Publish(t, broker.URL(), "mynah/hall/say", []byte(`{"id":"life","text":"Still here."}`), false)
