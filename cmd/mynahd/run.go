@@ -260,7 +260,7 @@ func startWyoming(ctx context.Context, c WyomingConfig, node string, voices *eng
 		return nil, done, nil
 	}
 	ws, err := wyoming.New(&wyoming.Options{Listen: c.Listen, MaxConnections: c.MaxConnections, MaxParallel: c.MaxParallel,
-		Engine: wyomingVoices{voices}, Logger: log.With("component", "wyoming"), Version: version})
+		Engine: wyomingVoices{voices}, Logger: log, Version: version}) // it adds component=wyoming
 	if err != nil {
 		return nil, nil, fmt.Errorf("wyoming: %w", err)
 	}
