@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -33,13 +31,7 @@ func TestLanguages(t *testing.T) {
 func TestDescribe(t *testing.T) {
 	dir := t.TempDir()
 	enginetest.WriteVoices(t, dir, demo.Name)
-	clone := filepath.Join(dir, demo.CloneName)
-	if err := os.MkdirAll(clone, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := demo.WriteCloning(clone, nil); err != nil {
-		t.Fatal(err)
-	}
+	enginetest.WriteKits(t, dir, false)
 	e, err := Open(&Options{Runtime: enginetest.OpenRuntime(t), Dir: dir, Default: demo.Name})
 	if err != nil {
 		t.Fatal(err)

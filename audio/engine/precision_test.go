@@ -60,13 +60,7 @@ func addDecoderVariant(t *testing.T, dir string, passed bool) {
 func TestVoicePrecision(t *testing.T) {
 	dir := t.TempDir()
 	enginetest.WriteVoices(t, dir, demo.Name)
-	clone := filepath.Join(dir, demo.CloneName)
-	if err := os.MkdirAll(clone, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := demo.WriteCloning(clone, nil); err != nil {
-		t.Fatal(err)
-	}
+	clone := enginetest.WriteKits(t, dir, false)
 	addDecoderVariant(t, clone, true)
 	log := slog.New(slog.DiscardHandler)
 	rt := enginetest.OpenRuntime(t)

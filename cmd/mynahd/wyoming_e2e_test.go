@@ -4,12 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
@@ -154,18 +153,7 @@ func TestWyomingServesHomeAssistant(t *testing.T) {
 func TestWyomingStreamsEveryKind(t *testing.T) {
 	cfg := testConfig(t, "", "null")
 	cfg.Wyoming.Listen = freeAddr(t)
-	for name, write := range map[string]func(string) error{
-		demo.StyleName: func(d string) error { return demo.WriteStyle(d, nil) },
-		demo.CloneName: func(d string) error { return demo.WriteCloning(d, nil) },
-	} {
-		d := filepath.Join(cfg.Voices.Dir, name)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := write(d); err != nil {
-			t.Fatal(err)
-		}
-	}
+	enginetest.WriteKits(t, cfg.Voices.Dir, true)
 	url, _ := startDaemon(t, cfg)
 	waitOnline(t, url, cfg.Node)
 

@@ -36,6 +36,27 @@ func WriteVoices(tb testing.TB, dir string, names ...string) {
 	}
 }
 
+// WriteKits puts the demo cloning kit (demo.CloneName) and, with style,
+// the style-vector kit (demo.StyleName) into dir, each under its name,
+// and returns the cloning kit's directory.
+func WriteKits(tb testing.TB, dir string, style bool) string {
+	tb.Helper()
+	kits := map[string]func(string) error{demo.CloneName: func(d string) error { return demo.WriteCloning(d, nil) }}
+	if style {
+		kits[demo.StyleName] = func(d string) error { return demo.WriteStyle(d, nil) }
+	}
+	for name, write := range kits {
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := write(d); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, demo.CloneName)
+}
+
 // OpenRuntime opens ONNX Runtime (MYNAH_ORT_LIB or the project's copy)
 // until the test ends.
 func OpenRuntime(tb testing.TB) *ort.Runtime {
