@@ -18,12 +18,12 @@ func (d *Daemon) handle(m Message) {
 		ack = func() {}
 	}
 	if m.Topic == d.topics.say && !m.Retained {
-		d.say(m.Payload, "", ack) // acknowledges once spooled
+		d.say(m.Payload, "", m.Redelivered, ack) // acknowledges once spooled
 		return
 	}
 	owner, command, isOwner := d.topics.owner(m.Topic)
 	if isOwner && command == cmdSay && !m.Retained {
-		d.say(m.Payload, owner, ack)
+		d.say(m.Payload, owner, m.Redelivered, ack)
 		return
 	}
 	// Control commands act at once and are not spooled: a stop or a
@@ -80,7 +80,7 @@ func (d *Daemon) handle(m Message) {
 	}
 }
 
-func (d *Daemon) say(payload []byte, owner string, ack func()) {
+func (d *Daemon) say(payload []byte, owner string, redelivered bool, ack func()) {
 	d.stats.received.Add(1)
 	r, err := DecodeSay(payload, d.now(), &d.decode)
 	if owner != "" {
@@ -97,7 +97,7 @@ func (d *Daemon) say(payload []byte, owner string, ack func()) {
 		ack()
 		return
 	}
-	r.Owner = owner
+	r.Owner, r.redelivered = owner, redelivered
 	if r.TTL == 0 {
 		r.TTL = d.opts.DefaultTTL
 	}

@@ -22,6 +22,11 @@ type Message struct {
 	Topic    string
 	Payload  []byte
 	Retained bool
+	// Redelivered is the broker's DUP flag: a QoS 1 message sent again
+	// because its acknowledgement was not seen (a reconnect, a broker
+	// restart). The duplicate filter uses it to tell the broker's copy of
+	// a request from a publisher's new try with the same id.
+	Redelivered bool
 	// Ack acknowledges the message to the broker. The handler calls it
 	// exactly once, possibly later and from another goroutine, when the
 	// message is safe: a say command once it is in the spool. Until then

@@ -73,7 +73,10 @@ func (q *queue) len() int { return q.n }
 func (q *queue) push(r Request, now time.Time) pushResult {
 	var res pushResult
 	if !r.idGenerated {
-		if q.seen.contains(r.ID, now) {
+		// An id pushed out for queue_full may come again from its
+		// publisher (told queue_full), not from the broker resending the
+		// message it already had an answer to.
+		if seen, pushedOut := q.seen.lookup(r.ID, now); seen && !(pushedOut && !r.redelivered) {
 			res.duplicate = true
 			return res
 		}
@@ -185,6 +188,9 @@ type seenID struct {
 	id  string
 	at  time.Time
 	seq uint64
+	// pushedOut: the request was dropped for queue_full, so its publisher
+	// may send the id again (a broker's redelivery stays a duplicate).
+	pushedOut bool
 }
 
 func newDedupe(max int, window time.Duration) *dedupe {
@@ -192,8 +198,18 @@ func newDedupe(max int, window time.Duration) *dedupe {
 }
 
 func (d *dedupe) contains(id string, now time.Time) bool {
+	seen, _ := d.lookup(id, now)
+	return seen
+}
+
+// lookup says whether id was seen within the window, and whether its
+// request was pushed out for queue_full since.
+func (d *dedupe) lookup(id string, now time.Time) (seen, pushedOut bool) {
 	s, ok := d.at[id]
-	return ok && now.Sub(s.at) < d.window
+	if !ok || now.Sub(s.at) >= d.window {
+		return false, false
+	}
+	return true, s.pushedOut
 }
 
 func (d *dedupe) add(id string, now time.Time) {
@@ -208,4 +224,11 @@ func (d *dedupe) add(id string, now time.Time) {
 	d.at[id] = s
 }
 
-func (d *dedupe) forget(id string) { delete(d.at, id) }
+// forget marks id's request as pushed out for queue_full: its publisher
+// may send the id again.
+func (d *dedupe) forget(id string) {
+	if s, ok := d.at[id]; ok {
+		s.pushedOut = true
+		d.at[id] = s
+	}
+}

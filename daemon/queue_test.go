@@ -168,6 +168,13 @@ func TestQueueDedupeForgetsPushedOut(t *testing.T) {
 	mustPushOver(t, q, req("b", PriorityNormal), "a")
 	// a was dropped for queue_full: its publisher may resend it.
 	mustPushOver(t, q, req("a", PriorityNormal), "b")
+	// b was dropped for queue_full too, but this is the broker sending
+	// its message again (DUP): b has had its answer, and is a duplicate.
+	dup := req("b", PriorityNormal)
+	dup.redelivered = true
+	if res := q.push(dup, t0); !res.duplicate {
+		t.Fatalf("the broker's redelivery of an answered id: %+v, want a duplicate", res)
+	}
 }
 
 func TestQueueClear(t *testing.T) {

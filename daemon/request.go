@@ -67,6 +67,8 @@ type Request struct {
 	// idGenerated marks ids the daemon made up: they cannot repeat, so the
 	// duplicate filter does not spend a slot on them.
 	idGenerated bool
+	// redelivered is the message's DUP flag (Message.Redelivered).
+	redelivered bool
 	// spool follows the request's spool record; nil without a spool.
 	spool *spoolState
 }

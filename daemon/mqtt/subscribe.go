@@ -158,6 +158,8 @@ func (c *Client) onMessage(_ paho.Client, pm paho.Message) {
 		Topic:    pm.Topic(),
 		Payload:  bytes.Clone(pm.Payload()),
 		Retained: pm.Retained(),
+		// The broker's DUP flag: it sends the message again.
+		Redelivered: pm.Duplicate(),
 	}
 	if c.s.manualAck {
 		m.Ack = pm.Ack
