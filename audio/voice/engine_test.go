@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"math"
 	"os"
 	"path/filepath"
@@ -23,7 +24,6 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/audio/voice/internal/acoustic"
 	"github.com/mynah-tts/mynah/quant/onnx"
-	"github.com/mynah-tts/mynah/quant/ort"
 )
 
 var (
@@ -47,19 +47,9 @@ func demoVoice(tb testing.TB) string {
 	return demoDir
 }
 
-func openRuntime(tb testing.TB) *ort.Runtime {
-	tb.Helper()
-	rt, err := ort.Open(nil)
-	if err != nil {
-		tb.Fatalf("onnx runtime (run scripts/setup.sh): %v", err)
-	}
-	tb.Cleanup(func() { rt.Close() })
-	return rt
-}
-
 func loadDemo(tb testing.TB, opts *voice.PiperOptions) *voice.Piper {
 	tb.Helper()
-	v, err := voice.LoadPiper(openRuntime(tb), demoVoice(tb), opts)
+	v, err := voice.LoadPiper(enginetest.OpenRuntime(tb), demoVoice(tb), opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -276,7 +266,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestBadVoiceFiles(t *testing.T) {
-	rt := openRuntime(t)
+	rt := enginetest.OpenRuntime(t)
 	src := demoVoice(t)
 	model, err := os.ReadFile(filepath.Join(src, demo.Name+".onnx"))
 	if err != nil {

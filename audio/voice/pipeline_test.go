@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"math"
 	"os"
 	"path/filepath"
@@ -74,7 +75,7 @@ func pipelineOptions(o *voice.PipelineOptions) *voice.PipelineOptions {
 
 func loadPipeline(tb testing.TB, dir string, opts *voice.PipelineOptions) *voice.Pipeline {
 	tb.Helper()
-	p, err := voice.LoadPipeline(openRuntime(tb), dir, pipelineOptions(opts))
+	p, err := voice.LoadPipeline(enginetest.OpenRuntime(tb), dir, pipelineOptions(opts))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func TestPipelineLoadErrors(t *testing.T) {
 		}, bundle.ErrModelMismatch, `encoder (vocoder.onnx)`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := voice.LoadPipeline(openRuntime(t), c.dir(t), pipelineOptions(nil))
+			_, err := voice.LoadPipeline(enginetest.OpenRuntime(t), c.dir(t), pipelineOptions(nil))
 			if !errors.Is(err, c.target) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want %v mentioning %q", err, c.target, c.want)
 			}

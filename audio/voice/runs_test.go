@@ -1,6 +1,7 @@
 package voice_test
 
 import (
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"strings"
 	"testing"
 	"time"
@@ -78,7 +79,7 @@ func TestPiperNoSentenceSilence(t *testing.T) {
 // TestBundleEnginesNoSentenceSilence: the same for the style-vector and
 // cloning engines, which share PiperOptions' defaults.
 func TestBundleEnginesNoSentenceSilence(t *testing.T) {
-	rt := openRuntime(t)
+	rt := enginetest.OpenRuntime(t)
 	st, err := voice.LoadStyle(rt, styleKit(t, ""), &voice.StyleOptions{SentenceSilence: -1})
 	if err != nil {
 		t.Fatal(err)

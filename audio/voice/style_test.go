@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"math"
 	"os"
 	"path/filepath"
@@ -53,7 +54,7 @@ func styleKit(tb testing.TB, rowRule string) string {
 
 func loadStyle(tb testing.TB, dir string) *voice.Style {
 	tb.Helper()
-	v, err := voice.LoadStyle(openRuntime(tb), dir, &voice.StyleOptions{Session: &ort.SessionOptions{Provider: ort.ProviderCPU, IntraOpThreads: 1}})
+	v, err := voice.LoadStyle(enginetest.OpenRuntime(tb), dir, &voice.StyleOptions{Session: &ort.SessionOptions{Provider: ort.ProviderCPU, IntraOpThreads: 1}})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestStyleRowRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := openRuntime(t).NewSession(model, &ort.SessionOptions{Provider: ort.ProviderCPU, IntraOpThreads: 1})
+	sess, err := enginetest.OpenRuntime(t).NewSession(model, &ort.SessionOptions{Provider: ort.ProviderCPU, IntraOpThreads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,7 @@ func TestStyleConcurrent(t *testing.T) {
 // TestLoadStyleRejects: a damaged or mismatched bundle fails at load with
 // an error that says what is wrong.
 func TestLoadStyleRejects(t *testing.T) {
-	rt := openRuntime(t)
+	rt := enginetest.OpenRuntime(t)
 	copyKit := func(t *testing.T) string {
 		src := styleKit(t, bundle.RowRuleTokens)
 		dst := t.TempDir()

@@ -3,6 +3,7 @@ package voice_test
 import (
 	"encoding/json"
 	"errors"
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -51,7 +52,7 @@ func TestPiperVariants(t *testing.T) {
 	if len(gates) != 2 || !gates["fp16"].Passed || gates["int8"].Passed {
 		t.Errorf("gates %+v", gates)
 	}
-	rt := openRuntime(t)
+	rt := enginetest.OpenRuntime(t)
 	v, err := voice.LoadPiper(rt, dir, &voice.PiperOptions{Precision: "fp16"})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"github.com/mynah-tts/mynah/systemd"
 	"github.com/mynah-tts/mynah/systemd/systemdtest"
 	"log/slog"
@@ -76,7 +77,7 @@ func benchPublish(b *testing.B, cached bool) {
 		}
 		defer store.Close()
 	}
-	voices, err := openVoices(openTestRuntime(b), cfg, store, systemd.NewNotifier(log), log)
+	voices, err := openVoices(enginetest.OpenRuntime(b), cfg, store, systemd.NewNotifier(log), log)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -52,7 +53,7 @@ func referenceWAV(t *testing.T, speaker, text string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := voice.LoadPiper(openTestRuntime(t), path, nil)
+	v, err := voice.LoadPiper(enginetest.OpenRuntime(t), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"github.com/mynah-tts/mynah/systemd"
 	"log/slog"
 	"net"
@@ -27,7 +28,6 @@ import (
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt"
 	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
-	"github.com/mynah-tts/mynah/quant/ort"
 )
 
 // alsaCapture holds what PortAudio played in this test process.
@@ -245,7 +245,7 @@ func TestSayThroughPortAudio(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same sentence from the same voice, straight from the engine.
-	vs, err := openVoices(openTestRuntime(t), cfg, nil, systemd.NewNotifier(slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler))
+	vs, err := openVoices(enginetest.OpenRuntime(t), cfg, nil, systemd.NewNotifier(slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,16 +335,6 @@ func TestCheckConfigAndFlags(t *testing.T) {
 	if code := mainExit([]string{"-nope"}, &out, &errb); code != 2 {
 		t.Fatalf("unknown flag: %d", code)
 	}
-}
-
-func openTestRuntime(t testing.TB) *ort.Runtime {
-	t.Helper()
-	rt, err := ort.Open(nil)
-	if err != nil {
-		t.Fatalf("onnx runtime (run scripts/setup.sh): %v", err)
-	}
-	t.Cleanup(func() { rt.Close() })
-	return rt
 }
 
 // TestBadInputOverMosquitto: hostile payloads through a real broker each
