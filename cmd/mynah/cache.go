@@ -10,12 +10,16 @@ import (
 	"os"
 
 	"github.com/mynah-tts/mynah/cache"
+	"github.com/mynah-tts/mynah/cmd/internal/config"
 )
 
 const cacheUsage = `Usage:
   mynah cache stats [--file PATH]                phrases, bytes, hit ratio, speakers, file size
   mynah cache purge --scope SCOPE [--file PATH]  remove cached phrases or speakers
   mynah cache check [--file PATH]                consistency check (exit status 1 on damage)
+
+Without --file, the file is mynahd's cache.file, read from its config
+(--config, else $MYNAH_CONFIG, else /etc/mynah/mynahd.yaml when present).
 
 SCOPE is phrases, speakers (cloned speakers), all (phrases, speakers and the
 request spool), expired, voice=NAME or older=AGE (a Go duration such as 36h,
@@ -25,10 +29,6 @@ stats and check work while mynahd runs: they read a consistent copy of its
 file. purge needs the file to itself: stop mynahd first, or publish
 {"scope":"phrases"} to mynah/<node>/cache/purge.
 `
-
-// defaultCacheFile is where mynahd keeps its cache (the unit's
-// StateDirectory).
-const defaultCacheFile = "/var/lib/mynah/cache.db"
 
 func runCache(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -55,7 +55,8 @@ func runCache(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func cacheFlags(name string, args []string, stderr io.Writer, scope *string) (string, error) {
 	set := flag.NewFlagSet("cache "+name, flag.ContinueOnError)
 	set.SetOutput(stderr)
-	file := set.String("file", defaultCacheFile, "the cache file")
+	file := set.String("file", "", "the cache file (default: cache.file of mynahd's config, "+config.Default().Cache.File+" when it sets none)")
+	configFile := set.String("config", "", "mynahd's config file (default $MYNAH_CONFIG, else "+config.DefaultPath+" if present)")
 	if scope != nil {
 		set.StringVar(scope, "scope", "", "what to purge: phrases, speakers, all (phrases, speakers and the queue spool), expired, voice=NAME, older=AGE")
 	}
@@ -70,7 +71,17 @@ func cacheFlags(name string, args []string, stderr io.Writer, scope *string) (st
 	if len(pos) > 0 {
 		return "", usageError("cache %s: unexpected arguments %q", name, pos)
 	}
-	return *file, nil
+	if *file != "" {
+		return *file, nil
+	}
+	cfg, path, err := config.LoadFromFlag(*configFile)
+	if err != nil {
+		return "", usageError("--config: %v", err)
+	}
+	if cfg.Cache.File == "" {
+		return "", usageError("%s turns the phrase cache off (cache.file is empty); name a file with --file", path)
+	}
+	return cfg.Cache.File, nil
 }
 
 // openForReading opens the file read-only; a missing file is reported as
@@ -78,7 +89,7 @@ func cacheFlags(name string, args []string, stderr io.Writer, scope *string) (st
 func openForReading(file string) (*cache.Store, error) {
 	s, err := cache.Open(file, &cache.Options{ReadOnly: true})
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no cache file at %s (mynahd's is %s; see --file)", file, defaultCacheFile)
+		return nil, fmt.Errorf("no cache file at %s (has mynahd run with this config yet? see --file and --config)", file)
 	}
 	return s, err
 }

@@ -152,3 +152,25 @@ func TestCacheUsageErrors(t *testing.T) {
 		t.Errorf("cache --help: %v\n%s", err, stderr)
 	}
 }
+
+// Without --file, the cache commands use mynahd's cache.file.
+func TestCacheCommandsReadMynahdConfig(t *testing.T) {
+	path := cacheFile(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "mynahd.yaml")
+	if err := os.WriteFile(conf, []byte("cache:\n  file: "+path+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, err := mynah(t, "cache", "stats", "--config", conf); err != nil || !strings.Contains(out, path) || !strings.Contains(out, "phrases       3") {
+		t.Errorf("stats --config: %v\n%s%s", err, out, stderr)
+	}
+	t.Setenv("MYNAH_CONFIG", conf)
+	if out, _, err := mynah(t, "cache", "check"); err != nil || !strings.Contains(out, "ok "+path) {
+		t.Errorf("check with $MYNAH_CONFIG: %v\n%s", err, out)
+	}
+	off := filepath.Join(dir, "off.yaml")
+	os.WriteFile(off, []byte("cache:\n  file: \"\"\n"), 0o600)
+	if _, _, err := mynah(t, "cache", "stats", "--config", off); exitCode(err) != 2 || !strings.Contains(err.Error(), "--file") {
+		t.Errorf("a config without a cache: %v, want a usage error pointing at --file", err)
+	}
+}

@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/cmd/internal/config"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt"
 )
@@ -29,19 +29,54 @@ const speakerUsage = `Usage:
 Flags (all commands):
 `
 
-// brokerFlags are how the speaker commands reach mynahd.
+// brokerFlags are how the speaker commands reach mynahd. Whatever the
+// flags leave out comes from mynahd's config file (--config, else
+// $MYNAH_CONFIG, else /etc/mynah/mynahd.yaml when it exists), so on the
+// device itself no flag is needed.
 type brokerFlags struct {
-	broker, node, owner, username, passwordFile string
-	timeout                                     time.Duration
+	configFile, broker, node, owner, username, passwordFile string
+	timeout                                                 time.Duration
+
+	fs  *flag.FlagSet
+	tls config.MQTT // the config's TLS files, when its broker is used
 }
 
 func (b *brokerFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&b.broker, "broker", "tcp://127.0.0.1:1883", "MQTT broker mynahd listens on (its mqtt.broker, or the embedded broker's address)")
-	fs.StringVar(&b.node, "node", daemon.DefaultNode, "mynahd's node name (its config's node)")
+	b.fs = fs
+	fs.StringVar(&b.configFile, "config", "", "mynahd's config file, for the flags left out (default $MYNAH_CONFIG, else "+config.DefaultPath+" if present)")
+	fs.StringVar(&b.broker, "broker", "tcp://127.0.0.1:1883", "MQTT broker mynahd listens on (default: the config's mqtt.broker, or its embedded broker)")
+	fs.StringVar(&b.node, "node", daemon.DefaultNode, "mynahd's node name (default: the config's node)")
 	fs.StringVar(&b.owner, "owner", "", "household member the speaker belongs to (topic mynah/<node>/u/<owner>/...); empty: shared by everyone")
-	fs.StringVar(&b.username, "username", "", "MQTT user name; with the documented ACL it must be the owner's")
-	fs.StringVar(&b.passwordFile, "password-file", "", "file holding the MQTT password ($MYNAH_MQTT_PASSWORD wins)")
+	fs.StringVar(&b.username, "username", "", "MQTT user name (default: the config's mqtt.username); with the documented ACL it must be the owner's")
+	fs.StringVar(&b.passwordFile, "password-file", "", "file holding the MQTT password ($MYNAH_MQTT_PASSWORD wins; default: the config's, with its user name)")
 	fs.DurationVar(&b.timeout, "timeout", 2*time.Minute, "how long to wait for mynahd's answer")
+}
+
+// fromConfig fills the flags the command line left out from mynahd's
+// config file. A missing file at the default path means built-in defaults.
+func (b *brokerFlags) fromConfig() error {
+	cfg, path, err := config.LoadFromFlag(b.configFile)
+	if err != nil {
+		return usageError("--config: %v", err)
+	}
+	given := map[string]bool{}
+	b.fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["broker"] {
+		if b.broker, err = cfg.BrokerURL(); err != nil {
+			return usageError("%s: %v; name the broker with --broker", path, err)
+		}
+		b.tls = cfg.MQTT
+	}
+	if !given["node"] {
+		b.node = cfg.Node
+	}
+	if !given["username"] {
+		b.username = cfg.MQTT.Username
+		if !given["password-file"] {
+			b.passwordFile = cfg.MQTT.PasswordFile
+		}
+	}
+	return nil
 }
 
 // topic is a speaker command's topic for the owner ("" = shared).
@@ -53,6 +88,9 @@ func (b *brokerFlags) topic(command string) string {
 }
 
 func (b *brokerFlags) check() error {
+	if err := b.fromConfig(); err != nil {
+		return err
+	}
 	if err := daemon.ValidateNode(b.node); err != nil {
 		return usageError("--node: %v", err)
 	}
@@ -65,18 +103,16 @@ func (b *brokerFlags) check() error {
 }
 
 func (b *brokerFlags) connect(ctx context.Context) (*mqtt.Client, error) {
-	password := os.Getenv("MYNAH_MQTT_PASSWORD")
-	if password == "" && b.passwordFile != "" {
-		data, err := os.ReadFile(b.passwordFile)
-		if err != nil {
-			return nil, fmt.Errorf("password file: %w", err)
-		}
-		password = strings.TrimRight(string(data), "\r\n")
+	creds := config.Config{MQTT: config.MQTT{Username: b.username, PasswordFile: b.passwordFile}}
+	password, err := creds.MQTTPassword()
+	if err != nil {
+		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, min(15*time.Second, b.timeout))
 	defer cancel()
 	c, err := mqtt.Connect(cctx, &mqtt.Options{
 		Broker: b.broker, Username: b.username, Password: password,
+		CAFile: b.tls.CAFile, CertFile: b.tls.CertFile, KeyFile: b.tls.KeyFile, InsecureSkipVerify: b.tls.InsecureSkipVerify,
 		ClientID: fmt.Sprintf("mynah-cli-%d", os.Getpid()), NoStatus: true,
 	})
 	if err != nil {

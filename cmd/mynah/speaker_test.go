@@ -90,3 +90,49 @@ func TestEnrollCommand(t *testing.T) {
 		t.Errorf("no broker: %v", err)
 	}
 }
+
+// On the device, the speaker commands need no flags: the broker and node
+// come from mynahd's config (--config, else $MYNAH_CONFIG); flags win.
+func TestSpeakerCommandsReadMynahdConfig(t *testing.T) {
+	broker := mqtttest.StartMosquitto(t)
+	dir := t.TempDir()
+	wav := audio.EncodeWAV(audio.PCM{Rate: 16000, Channels: 1, Samples: make([]int16, 32000)})
+	ref := filepath.Join(dir, "dad.wav")
+	if err := os.WriteFile(ref, wav, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	answerEnrolls(t, broker.URL(), "mynah/den/speaker/enroll", wav)
+	conf := filepath.Join(dir, "mynahd.yaml")
+	if err := os.WriteFile(conf, []byte("node: den\nmqtt:\n  broker: "+broker.URL()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	if out, stderr, err := mynah(t, "enroll", "--config", conf, "--timeout", "20s", "--name", "dad", ref); err != nil || !strings.Contains(out, `enrolled "dad" (shared)`) {
+		t.Fatalf("enroll --config: %v\n%s%s", err, out, stderr)
+	}
+	t.Setenv("MYNAH_CONFIG", conf)
+	if out, stderr, err := mynah(t, "enroll", "--timeout", "20s", "--name", "dad", ref); err != nil || !strings.Contains(out, "enrolled") {
+		t.Fatalf("enroll with $MYNAH_CONFIG: %v\n%s%s", err, out, stderr)
+	}
+	// A flag wins over the config: nobody answers on node "attic".
+	_, _, err := mynah(t, "enroll", "--node", "attic", "--timeout", "1s", "--name", "dad", ref)
+	if err == nil || !strings.Contains(err.Error(), `node "attic"`) {
+		t.Errorf("--node over the config: %v", err)
+	}
+
+	// A config that is wrong or missing is a usage error naming it.
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("mqtt:\n  brokr: x\n"), 0o600)
+	missing := filepath.Join(dir, "missing.yaml")
+	for _, c := range []string{bad, missing} {
+		if _, _, err := mynah(t, "speakers", "--config", c); exitCode(err) != 2 || !strings.Contains(err.Error(), c) {
+			t.Errorf("--config %s: %v, want a usage error naming the file", c, err)
+		}
+	}
+	// An embedded broker on a port chosen at start cannot be found.
+	port0 := filepath.Join(dir, "port0.yaml")
+	os.WriteFile(port0, []byte("mqtt:\n  embedded_listen: 127.0.0.1:0\n"), 0o600)
+	if _, _, err := mynah(t, "speakers", "--config", port0); exitCode(err) != 2 || !strings.Contains(err.Error(), "--broker") {
+		t.Errorf("embedded broker on port 0: %v", err)
+	}
+}

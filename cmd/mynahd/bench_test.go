@@ -21,6 +21,7 @@ import (
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/cache"
+	"github.com/mynah-tts/mynah/cmd/internal/config"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt"
 	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
@@ -66,7 +67,7 @@ func benchPublish(b *testing.B, cached bool) {
 	// configured mosquitto does.
 	broker := mqtttest.StartMosquittoWith(b, &mqtttest.MosquittoOptions{NoAutosave: true})
 	log := slog.New(slog.DiscardHandler)
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Node = "bench"
 	cfg.Voices.Dir = b.TempDir()
 	var store *cache.Store

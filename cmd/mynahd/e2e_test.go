@@ -25,6 +25,7 @@ import (
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/audiotest"
 	"github.com/mynah-tts/mynah/audio/engine"
+	"github.com/mynah-tts/mynah/cmd/internal/config"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt"
 	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
@@ -42,9 +43,9 @@ const wait = 30 * time.Second
 // testConfig is a config for one test: its own voice dir (the demo voice
 // is built there), the given broker ("" = embedded on a free port) and
 // audio device.
-func testConfig(t *testing.T, broker, device string) Config {
+func testConfig(t *testing.T, broker, device string) config.Config {
 	t.Helper()
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Node = "kitchen"
 	cfg.Voices.Dir = t.TempDir()
 	cfg.MQTT.Broker = broker
@@ -73,7 +74,7 @@ func freeAddr(t testing.TB) string {
 // startDaemon runs mynahd in-process until the test ends (or stop is
 // called) and returns the broker URL and a stop func that waits for run to
 // return.
-func startDaemon(t *testing.T, cfg Config) (url string, stop func()) {
+func startDaemon(t *testing.T, cfg config.Config) (url string, stop func()) {
 	t.Helper()
 	url = cfg.MQTT.Broker
 	if url == "" {
@@ -188,7 +189,7 @@ func readWAV(t *testing.T, path string) audio.PCM {
 
 // sayAndCheck publishes a plain-text and a JSON request and checks their
 // events; then stops the daemon and checks the WAV file holds the speech.
-func sayAndCheck(t *testing.T, cfg Config, wavPath string) {
+func sayAndCheck(t *testing.T, cfg config.Config, wavPath string) {
 	url, stop := startDaemon(t, cfg)
 	waitOnline(t, url, cfg.Node)
 	ev := watchEvents(t, url, cfg.Node)
@@ -475,7 +476,7 @@ func TestPinnedConfig(t *testing.T) {
 		{"cache:\n  pinned: [{a: 1}]\n", false},
 		{"cache:\n  pinned: [\"\"]\n", false},
 	} {
-		cfg, err := ParseConfig([]byte(c.yaml))
+		cfg, err := config.Parse([]byte(c.yaml))
 		if err == nil {
 			err = cfg.Validate()
 		}

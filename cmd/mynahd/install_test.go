@@ -87,7 +87,7 @@ func TestInstallScript(t *testing.T) {
 		t.Error("installed unit differs from systemd/mynahd.service")
 	}
 	conf := filepath.Join(dest, "etc/mynah/mynahd.yaml")
-	if got, want := mustRead(t, conf), mustRead(t, exampleConfig); !bytes.Equal(got, want) {
+	if got, want := mustRead(t, conf), mustRead(t, "../../systemd/mynahd.yaml"); !bytes.Equal(got, want) {
 		t.Error("installed config differs from systemd/mynahd.yaml")
 	}
 

@@ -4,13 +4,14 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/mynah-tts/mynah/cmd/internal/config"
 	"github.com/mynah-tts/mynah/systemd"
 )
 
 // newLogger builds mynahd's root logger from the log section (validated
 // first). Records go to f, standard error in practice; with format auto, f
 // also decides between journal and text.
-func newLogger(c LogConfig, f *os.File) *slog.Logger {
+func newLogger(c config.Log, f *os.File) *slog.Logger {
 	format := c.Format
 	if format == "auto" || format == "" {
 		format = "text"

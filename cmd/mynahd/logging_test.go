@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/mynah-tts/mynah/cmd/internal/config"
 )
 
 // TestLoggerAutoFormat: log.format auto writes journal lines (priority
@@ -23,9 +25,9 @@ func TestLoggerAutoFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("JOURNAL_STREAM", fmt.Sprintf("%d:%d", st.Dev, st.Ino))
-	newLogger(LogConfig{Level: "info", Format: "auto"}, f).Warn("to journal")
+	newLogger(config.Log{Level: "info", Format: "auto"}, f).Warn("to journal")
 	t.Setenv("JOURNAL_STREAM", "")
-	newLogger(LogConfig{Level: "info", Format: "auto"}, f).Warn("to terminal")
+	newLogger(config.Log{Level: "info", Format: "auto"}, f).Warn("to terminal")
 	data, err := os.ReadFile(f.Name())
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/mynah-tts/mynah/cmd/internal/config"
 )
+
+// exitConfigError is the exit status for an unusable configuration
+// (EX_CONFIG from sysexits.h). The unit's RestartPreventExitStatus=78 keeps
+// systemd from restarting mynahd into the same mistake every two seconds.
+const exitConfigError = 78
 
 // version is set by the build (-ldflags "-X main.version=...").
 var version = "dev"
@@ -58,7 +65,7 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "mynahd", version)
 		return 0
 	}
-	cfg, path, err := LoadConfigFromFlag(*configFlag)
+	cfg, path, err := config.LoadFromFlag(*configFlag)
 	if err == nil && *checkOnly {
 		_, err = cfg.MQTTPassword() // an unreadable password file shows up here too
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/portaudio"
 	"github.com/mynah-tts/mynah/audio/text"
+	"github.com/mynah-tts/mynah/cmd/internal/config"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt"
 	"github.com/mynah-tts/mynah/quant/ort"
@@ -26,7 +27,7 @@ const closeTimeout = 5 * time.Second
 // run starts everything in dependency order, tells systemd READY=1 once the
 // default voice is loaded and the broker connected, serves until ctx ends,
 // and shuts down in reverse order.
-func run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
+func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 	start := time.Now()
 	notify := systemd.NewNotifier(log)
 
@@ -170,7 +171,7 @@ type sink interface {
 // (no sound), or "wav:PATH" (one WAV file with everything spoken). If a
 // device cannot be opened, audio.fallback decides: "" fails, "null" or
 // "wav:PATH" stands in.
-func openSink(c AudioConfig, rate int, log *slog.Logger) (sink, error) {
+func openSink(c config.Audio, rate int, log *slog.Logger) (sink, error) {
 	s, err := openOutput(c.Device, c, rate, log)
 	if err == nil {
 		return s, nil
@@ -182,7 +183,7 @@ func openSink(c AudioConfig, rate int, log *slog.Logger) (sink, error) {
 	return openOutput(c.Fallback, c, rate, log)
 }
 
-func openOutput(spec string, c AudioConfig, rate int, log *slog.Logger) (sink, error) {
+func openOutput(spec string, c config.Audio, rate int, log *slog.Logger) (sink, error) {
 	switch {
 	case spec == "null":
 		return audio.NewNullSink(&audio.NullSinkOptions{Pace: true})
@@ -198,7 +199,7 @@ func openOutput(spec string, c AudioConfig, rate int, log *slog.Logger) (sink, e
 // connectMQTT connects as the daemon, or with tool set as a short-lived
 // tool: its own client id (taking the daemon's would cut the running daemon
 // off and take over its queued commands) and no status announcements.
-func connectMQTT(ctx context.Context, cfg Config, broker string, tool bool, log *slog.Logger) (*mqtt.Client, error) {
+func connectMQTT(ctx context.Context, cfg config.Config, broker string, tool bool, log *slog.Logger) (*mqtt.Client, error) {
 	password, err := cfg.MQTTPassword()
 	if err != nil {
 		return nil, err
@@ -231,7 +232,7 @@ func connectMQTT(ctx context.Context, cfg Config, broker string, tool bool, log 
 }
 
 // runUnregister removes this node's device from Home Assistant.
-func runUnregister(ctx context.Context, cfg Config, log *slog.Logger) error {
+func runUnregister(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if cfg.MQTT.Broker == "" {
 		return errors.New("-unregister needs mqtt.broker: the embedded broker keeps nothing after mynahd stops")
 	}
@@ -253,7 +254,7 @@ func runUnregister(ctx context.Context, cfg Config, log *slog.Logger) error {
 // until ctx ends; the channel gives Serve's result then (at once, and no
 // server, when it is off). The port is taken here, before READY, so a port in
 // use stops the start with a clear error.
-func startWyoming(ctx context.Context, c WyomingConfig, node string, voices *engine.Engine, log *slog.Logger) (*wyoming.Server, <-chan error, error) {
+func startWyoming(ctx context.Context, c config.Wyoming, node string, voices *engine.Engine, log *slog.Logger) (*wyoming.Server, <-chan error, error) {
 	done := make(chan error, 1)
 	if c.Listen == "" {
 		done <- nil
@@ -283,7 +284,7 @@ func startWyoming(ctx context.Context, c WyomingConfig, node string, voices *eng
 // (wyoming.zeroconf), under the node's name, unless it listens on
 // loopback only; it returns what stops the announcement. Without
 // multicast the server still works: the user adds it by host and port.
-func announceWyoming(c WyomingConfig, addr *net.TCPAddr, node string, log *slog.Logger) (stop func()) {
+func announceWyoming(c config.Wyoming, addr *net.TCPAddr, node string, log *slog.Logger) (stop func()) {
 	if !c.Zeroconf || addr.IP.IsLoopback() {
 		return func() {}
 	}

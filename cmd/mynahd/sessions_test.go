@@ -16,12 +16,13 @@ import (
 	"github.com/mynah-tts/mynah/audio/engine"
 	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
+	"github.com/mynah-tts/mynah/cmd/internal/config"
 	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
 )
 
 // runWithLog runs mynahd in-process with log going to rec until the test
 // ends, and returns the broker URL.
-func runWithLog(t *testing.T, cfg Config, rec *enginetest.Recorder) string {
+func runWithLog(t *testing.T, cfg config.Config, rec *enginetest.Recorder) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -79,10 +80,10 @@ func TestPreloadBeforeReady(t *testing.T) {
 func TestUnknownSessionVoiceFailsStart(t *testing.T) {
 	for _, tt := range []struct {
 		key    string
-		change func(*SessionsConfig)
+		change func(*config.Sessions)
 	}{
-		{"voices.sessions.preload[1]", func(sc *SessionsConfig) { sc.Preload = []string{"alto", "klingon"} }},
-		{"voices.sessions.pinned[0]", func(sc *SessionsConfig) { sc.Pinned = []string{"vulcan"} }},
+		{"voices.sessions.preload[1]", func(sc *config.Sessions) { sc.Preload = []string{"alto", "klingon"} }},
+		{"voices.sessions.pinned[0]", func(sc *config.Sessions) { sc.Pinned = []string{"vulcan"} }},
 	} {
 		t.Run(tt.key, func(t *testing.T) {
 			cfg := testConfig(t, "", "null")

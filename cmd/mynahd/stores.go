@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/mynah-tts/mynah/cache"
+	"github.com/mynah-tts/mynah/cmd/internal/config"
 	"github.com/mynah-tts/mynah/daemon"
 )
 
@@ -31,7 +32,7 @@ const maxSpoolEntries = cache.DefaultMaxSpoolEntries
 
 // openStores opens what cfg configures. A file that cannot be opened does
 // not stop speech: its error is kept for the daemon to report.
-func openStores(cfg Config, log *slog.Logger) *stores {
+func openStores(cfg config.Config, log *slog.Logger) *stores {
 	st := &stores{log: log}
 	if cfg.Cache.File != "" {
 		st.cache, st.cacheErr = cache.Open(cfg.Cache.File, &cache.Options{MaxBytes: cfg.Cache.MaxBytes, TTL: cfg.Cache.TTL,
@@ -92,7 +93,7 @@ func (st *stores) options(o *daemon.Options) {
 
 // report tells the daemon (warning and failed events) what the opens
 // recovered from. Call it after daemon.New, before Run.
-func (st *stores) report(d *daemon.Daemon, cfg Config) {
+func (st *stores) report(d *daemon.Daemon, cfg config.Config) {
 	if st.cache != nil {
 		if r := st.cache.Recovery(); r != nil {
 			d.Warn(daemon.ReasonCacheCorrupt, fmt.Errorf("cache file %s was damaged (%s): moved to %s, started empty%s",

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mynah-tts/mynah/cmd/internal/config"
 )
 
 const unitFile = "../../systemd/mynahd.service"
@@ -91,7 +93,7 @@ func TestUnitKeepsWhatMynahdNeeds(t *testing.T) {
 		"PrivateDevices":           "no",
 		"DevicePolicy":             "closed",
 		"DeviceAllow":              "char-alsa rw",
-		"ExecStart":                "/usr/local/bin/mynahd -config " + DefaultConfigPath,
+		"ExecStart":                "/usr/local/bin/mynahd -config " + config.DefaultPath,
 		"Environment":              "MYNAH_ORT_LIB=/usr/local/lib/mynah/libonnxruntime.so.1",
 	}
 	for k, v := range want {
@@ -103,7 +105,7 @@ func TestUnitKeepsWhatMynahdNeeds(t *testing.T) {
 		t.Error("unit: sd_notify and the journal need AF_UNIX")
 	}
 	// The voices directory default is the unit's StateDirectory.
-	if d := DefaultConfig().Voices.Dir; !strings.HasPrefix(d, "/var/lib/mynah/") {
+	if d := config.Default().Voices.Dir; !strings.HasPrefix(d, "/var/lib/mynah/") {
 		t.Errorf("voices.dir default %q is outside StateDirectory=mynah", d)
 	}
 	// The watchdog must outlast a stall check: WatchdogSec/2 pings.
@@ -112,8 +114,8 @@ func TestUnitKeepsWhatMynahdNeeds(t *testing.T) {
 	}
 	// No secret in the unit.
 	for _, e := range kv["Environment"] {
-		if strings.Contains(e, EnvMQTTPassword) {
-			t.Errorf("unit sets %s: secrets belong in a credential or drop-in", EnvMQTTPassword)
+		if strings.Contains(e, config.EnvMQTTPassword) {
+			t.Errorf("unit sets %s: secrets belong in a credential or drop-in", config.EnvMQTTPassword)
 		}
 	}
 }
@@ -138,7 +140,7 @@ func TestUnitMemoryLimits(t *testing.T) {
 		return n << 20
 	}
 	high, hard := size("MemoryHigh"), size("MemoryMax")
-	if lw := DefaultConfig().Voices.Sessions.LowWater; hard-high != lw {
+	if lw := config.Default().Voices.Sessions.LowWater; hard-high != lw {
 		t.Errorf("unit: MemoryMax %d MiB − MemoryHigh %d MiB = %d MiB, want voices.sessions.low_water's default %d MiB",
 			hard>>20, high>>20, (hard-high)>>20, lw>>20)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/cache"
+	"github.com/mynah-tts/mynah/cmd/internal/config"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/wyoming"
 	"github.com/mynah-tts/mynah/quant/ort"
@@ -21,7 +22,7 @@ import (
 // start. The voices stay loaded as voices.sessions says; a name in its
 // preload or pinned list that is not installed is an error here, before
 // any load.
-func openVoices(rt *ort.Runtime, cfg Config, store *cache.Store, notify *systemd.Notifier, log *slog.Logger) (*engine.Engine, error) {
+func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, notify *systemd.Notifier, log *slog.Logger) (*engine.Engine, error) {
 	def := cfg.Voices.Default
 	if def == "" {
 		def = demo.Name

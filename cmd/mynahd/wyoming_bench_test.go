@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mynah-tts/mynah/audio/voice/demo"
+	"github.com/mynah-tts/mynah/cmd/internal/config"
 	"github.com/mynah-tts/mynah/daemon/wyoming"
 )
 
@@ -43,7 +44,7 @@ func BenchmarkWyomingConcurrent(b *testing.B) {
 }
 
 func benchWyoming(b *testing.B, cached bool) {
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Node = "bench"
 	cfg.Voices.Dir = b.TempDir()
 	cfg.MQTT.EmbeddedListen = freeAddr(b)

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -16,11 +16,11 @@ import (
 )
 
 // exampleConfig is the documented example installed to /etc/mynah.
-const exampleConfig = "../../systemd/mynahd.yaml"
+const exampleConfig = "../../../systemd/mynahd.yaml"
 
 func TestDefaultConfigIsValid(t *testing.T) {
-	if err := DefaultConfig().Validate(); err != nil {
-		t.Fatalf("DefaultConfig().Validate() = %v", err)
+	if err := Default().Validate(); err != nil {
+		t.Fatalf("Default().Validate() = %v", err)
 	}
 }
 
@@ -132,15 +132,15 @@ func TestValidate(t *testing.T) {
 		{"log.format", func(c *Config) { c.Log.Format = "xml" }},
 	}
 	for _, tt := range tests {
-		c := DefaultConfig()
+		c := Default()
 		tt.change(&c)
 		err := c.Validate()
 		if err == nil {
 			t.Errorf("%s: %+v: Validate() = nil, want an error", tt.field, c)
 			continue
 		}
-		if !errors.Is(err, errInvalidConfig) {
-			t.Errorf("%s: error %q does not wrap errInvalidConfig", tt.field, err)
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: error %q does not wrap ErrInvalid", tt.field, err)
 		}
 		var fe *fieldError
 		if !errors.As(err, &fe) || fe.Field != tt.field || !strings.HasPrefix(err.Error(), tt.field+": ") {
@@ -189,7 +189,7 @@ func TestValidateAccepts(t *testing.T) {
 		func(c *Config) { c.Log.Level, c.Log.Format = "debug", "journal" },
 	}
 	for i, change := range tests {
-		c := DefaultConfig()
+		c := Default()
 		change(&c)
 		if err := c.Validate(); err != nil {
 			t.Errorf("case %d: Validate() = %v", i, err)
@@ -198,7 +198,7 @@ func TestValidateAccepts(t *testing.T) {
 }
 
 func TestValidateReportsEveryProblem(t *testing.T) {
-	c := DefaultConfig()
+	c := Default()
 	c.Node, c.Queue.Size, c.Log.Format = "", 0, "xml"
 	err := c.Validate()
 	for _, field := range []string{"node: ", "queue.size: ", "log.format: "} {
@@ -256,31 +256,31 @@ func TestParseConfig(t *testing.T) {
 		{"two documents", "node: a\n---\nnode: b\n", nil, "more than one YAML document"},
 	}
 	for _, tt := range tests {
-		got, err := ParseConfig([]byte(tt.yaml))
+		got, err := Parse([]byte(tt.yaml))
 		if tt.want == nil {
 			if err == nil {
-				t.Errorf("%s: ParseConfig = %+v, want an error containing %q", tt.name, got, tt.msg)
-			} else if !strings.Contains(err.Error(), tt.msg) || !errors.Is(err, errInvalidConfig) {
-				t.Errorf("%s: error %q, want one containing %q and wrapping errInvalidConfig", tt.name, err, tt.msg)
+				t.Errorf("%s: Parse = %+v, want an error containing %q", tt.name, got, tt.msg)
+			} else if !strings.Contains(err.Error(), tt.msg) || !errors.Is(err, ErrInvalid) {
+				t.Errorf("%s: error %q, want one containing %q and wrapping ErrInvalid", tt.name, err, tt.msg)
 			}
 			continue
 		}
 		if err != nil {
-			t.Errorf("%s: ParseConfig: %v", tt.name, err)
+			t.Errorf("%s: Parse: %v", tt.name, err)
 			continue
 		}
-		want := DefaultConfig()
+		want := Default()
 		tt.want(&want)
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: ParseConfig =\n%+v\nwant\n%+v", tt.name, got, want)
+			t.Errorf("%s: Parse =\n%+v\nwant\n%+v", tt.name, got, want)
 		}
 	}
 }
 
 func TestParseConfigNaNVolumeFailsValidation(t *testing.T) {
-	c, err := ParseConfig([]byte("audio:\n  volume: .nan\n"))
+	c, err := Parse([]byte("audio:\n  volume: .nan\n"))
 	if err != nil {
-		t.Fatalf("ParseConfig: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "audio.volume: ") {
 		t.Fatalf("Validate() = %v, want an audio.volume error", err)
@@ -298,104 +298,104 @@ func writeFile(t *testing.T, name, content string) string {
 
 func TestLoadConfig(t *testing.T) {
 	t.Run("file", func(t *testing.T) {
-		c, err := LoadConfig(writeFile(t, "c.yaml", "node: porch\n"))
+		c, err := Load(writeFile(t, "c.yaml", "node: porch\n"))
 		if err != nil || c.Node != "porch" {
-			t.Fatalf("LoadConfig = %+v, %v", c, err)
+			t.Fatalf("Load = %+v, %v", c, err)
 		}
 	})
 	t.Run("empty file is defaults", func(t *testing.T) {
-		c, err := LoadConfig(writeFile(t, "c.yaml", ""))
-		if err != nil || !reflect.DeepEqual(c, DefaultConfig()) {
-			t.Fatalf("LoadConfig = %+v, %v", c, err)
+		c, err := Load(writeFile(t, "c.yaml", ""))
+		if err != nil || !reflect.DeepEqual(c, Default()) {
+			t.Fatalf("Load = %+v, %v", c, err)
 		}
 	})
 	t.Run("oversized", func(t *testing.T) {
-		big := "# " + strings.Repeat("x", MaxConfigBytes) + "\n"
-		_, err := LoadConfig(writeFile(t, "c.yaml", big))
-		if err == nil || !strings.Contains(err.Error(), "MaxConfigBytes") || !errors.Is(err, errInvalidConfig) {
-			t.Fatalf("LoadConfig(oversized) = %v, want an error naming MaxConfigBytes", err)
+		big := "# " + strings.Repeat("x", MaxFileBytes) + "\n"
+		_, err := Load(writeFile(t, "c.yaml", big))
+		if err == nil || !strings.Contains(err.Error(), "MaxFileBytes") || !errors.Is(err, ErrInvalid) {
+			t.Fatalf("Load(oversized) = %v, want an error naming MaxFileBytes", err)
 		}
 	})
 	t.Run("at the limit", func(t *testing.T) {
 		body := "node: edge\n"
-		body += "#" + strings.Repeat("x", MaxConfigBytes-len(body)-2) + "\n"
-		if len(body) != MaxConfigBytes {
+		body += "#" + strings.Repeat("x", MaxFileBytes-len(body)-2) + "\n"
+		if len(body) != MaxFileBytes {
 			t.Fatalf("test body is %d bytes", len(body))
 		}
-		if c, err := LoadConfig(writeFile(t, "c.yaml", body)); err != nil || c.Node != "edge" {
-			t.Fatalf("LoadConfig = %+v, %v", c, err)
+		if c, err := Load(writeFile(t, "c.yaml", body)); err != nil || c.Node != "edge" {
+			t.Fatalf("Load = %+v, %v", c, err)
 		}
 	})
 	t.Run("missing", func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "none.yaml")
-		_, err := LoadConfig(p)
+		_, err := Load(p)
 		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), p) {
-			t.Fatalf("LoadConfig(missing) = %v, want fs.ErrNotExist naming the path", err)
+			t.Fatalf("Load(missing) = %v, want fs.ErrNotExist naming the path", err)
 		}
 	})
 	t.Run("error names the file", func(t *testing.T) {
 		p := writeFile(t, "c.yaml", "bogus: 1\n")
-		if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), p) {
-			t.Fatalf("LoadConfig = %v, want an error naming %s", err, p)
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), p) {
+			t.Fatalf("Load = %v, want an error naming %s", err, p)
 		}
 	})
 	t.Run("directory", func(t *testing.T) {
-		if _, err := LoadConfig(t.TempDir()); err == nil {
-			t.Fatal("LoadConfig(directory) = nil error")
+		if _, err := Load(t.TempDir()); err == nil {
+			t.Fatal("Load(directory) = nil error")
 		}
 	})
 }
 
 func TestConfigPath(t *testing.T) {
 	t.Setenv(EnvConfig, "")
-	if p, explicit := ConfigPath(""); p != DefaultConfigPath || explicit {
-		t.Errorf("ConfigPath(\"\") = %q, %v; want the default, not explicit", p, explicit)
+	if p, explicit := Path(""); p != DefaultPath || explicit {
+		t.Errorf("Path(\"\") = %q, %v; want the default, not explicit", p, explicit)
 	}
 	t.Setenv(EnvConfig, "/env/mynahd.yaml")
-	if p, explicit := ConfigPath(""); p != "/env/mynahd.yaml" || !explicit {
-		t.Errorf("with $%s: ConfigPath = %q, %v", EnvConfig, p, explicit)
+	if p, explicit := Path(""); p != "/env/mynahd.yaml" || !explicit {
+		t.Errorf("with $%s: Path = %q, %v", EnvConfig, p, explicit)
 	}
-	if p, explicit := ConfigPath("/flag.yaml"); p != "/flag.yaml" || !explicit {
-		t.Errorf("flag over env: ConfigPath = %q, %v", p, explicit)
+	if p, explicit := Path("/flag.yaml"); p != "/flag.yaml" || !explicit {
+		t.Errorf("flag over env: Path = %q, %v", p, explicit)
 	}
 }
 
 func TestLoadConfigFromFlag(t *testing.T) {
 	t.Setenv(EnvConfig, "")
 	missing := filepath.Join(t.TempDir(), "missing.yaml")
-	if _, _, err := LoadConfigFromFlag(missing); !errors.Is(err, fs.ErrNotExist) {
+	if _, _, err := LoadFromFlag(missing); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("explicit missing file: err = %v, want fs.ErrNotExist", err)
 	}
 	t.Setenv(EnvConfig, missing)
-	if _, _, err := LoadConfigFromFlag(""); !errors.Is(err, fs.ErrNotExist) {
+	if _, _, err := LoadFromFlag(""); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing $%s file: err = %v, want fs.ErrNotExist", EnvConfig, err)
 	}
 	p := writeFile(t, "bad.yaml", "queue:\n  size: 0\n")
-	if _, _, err := LoadConfigFromFlag(p); err == nil || !errors.Is(err, errInvalidConfig) ||
+	if _, _, err := LoadFromFlag(p); err == nil || !errors.Is(err, ErrInvalid) ||
 		!strings.Contains(err.Error(), "queue.size: ") || !strings.Contains(err.Error(), p) {
 		t.Errorf("invalid file: err = %v, want queue.size and the path", err)
 	}
 	p = writeFile(t, "ok.yaml", "node: hall\n")
-	if c, used, err := LoadConfigFromFlag(p); err != nil || used != p || c.Node != "hall" {
-		t.Errorf("LoadConfigFromFlag = %+v, %q, %v", c, used, err)
+	if c, used, err := LoadFromFlag(p); err != nil || used != p || c.Node != "hall" {
+		t.Errorf("LoadFromFlag = %+v, %q, %v", c, used, err)
 	}
 	// The default path's missing-means-defaults rule cannot be exercised
 	// without writing to /etc; TestConfigPath covers the explicit flag.
 }
 
-// TestExampleConfig keeps systemd/mynahd.yaml and DefaultConfig in step:
+// TestExampleConfig keeps systemd/mynahd.yaml and Default in step:
 // the example must set every key, and to its default.
 func TestExampleConfig(t *testing.T) {
 	data, err := os.ReadFile(exampleConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ParseConfig(data)
+	got, err := Parse(data)
 	if err != nil {
 		t.Fatalf("example config: %v", err)
 	}
-	if !reflect.DeepEqual(got, DefaultConfig()) {
-		t.Errorf("example config differs from DefaultConfig():\n got %+v\nwant %+v", got, DefaultConfig())
+	if !reflect.DeepEqual(got, Default()) {
+		t.Errorf("example config differs from Default():\n got %+v\nwant %+v", got, Default())
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -480,7 +480,7 @@ func TestEveryFieldHasYAMLTag(t *testing.T) {
 }
 
 func TestClientID(t *testing.T) {
-	c := DefaultConfig()
+	c := Default()
 	c.Node = "porch"
 	if got := c.ClientID(); got != "mynahd-porch" {
 		t.Errorf("ClientID() = %q", got)
@@ -518,7 +518,7 @@ func TestMQTTPassword(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv(EnvMQTTPassword, tt.env)
-			c := DefaultConfig()
+			c := Default()
 			c.MQTT.PasswordFile, c.MQTT.Username = tt.file, tt.user
 			got, err := c.MQTTPassword()
 			if tt.errPart != "" {
@@ -548,10 +548,10 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ParseConfig(data)
+		c, err := Parse(data)
 		if err != nil {
-			if !errors.Is(err, errInvalidConfig) {
-				t.Fatalf("error %q does not wrap errInvalidConfig", err)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %q does not wrap ErrInvalid", err)
 			}
 			return
 		}
@@ -564,7 +564,7 @@ func FuzzParseConfig(f *testing.F) {
 		if err != nil {
 			t.Fatalf("marshal a valid config: %v", err)
 		}
-		back, err := ParseConfig(out)
+		back, err := Parse(out)
 		if err != nil {
 			t.Fatalf("reparse %q: %v", out, err)
 		}
@@ -582,8 +582,32 @@ func BenchmarkParseConfigExample(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		if _, err := ParseConfig(data); err != nil {
+		if _, err := Parse(data); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestBrokerURL(t *testing.T) {
+	for _, c := range []struct {
+		broker, listen, want string
+		err                  bool
+	}{
+		{"ssl://hub.lan:8883", "127.0.0.1:1883", "ssl://hub.lan:8883", false},
+		{"", "127.0.0.1:1883", "tcp://127.0.0.1:1883", false},
+		{"", "0.0.0.0:1884", "tcp://127.0.0.1:1884", false},
+		{"", ":1885", "tcp://127.0.0.1:1885", false},
+		{"", "[::]:1886", "tcp://127.0.0.1:1886", false},
+		{"", "[::1]:1887", "tcp://[::1]:1887", false},
+		{"", "localhost:1888", "tcp://localhost:1888", false},
+		{"", "127.0.0.1:0", "", true},
+		{"", "nonsense", "", true},
+	} {
+		cfg := Default()
+		cfg.MQTT.Broker, cfg.MQTT.EmbeddedListen = c.broker, c.listen
+		got, err := cfg.BrokerURL()
+		if got != c.want || (err != nil) != c.err {
+			t.Errorf("broker %q listen %q: %q, %v; want %q (error %v)", c.broker, c.listen, got, err, c.want, c.err)
 		}
 	}
 }

@@ -1,4 +1,12 @@
-package main
+// Package config is mynahd's configuration file: its YAML schema with the
+// defaults (Default), strict parsing that names the key at fault (Parse,
+// Load), and validation of every value (Config.Validate). The mynah command
+// reads the same file, so its tools find the daemon's cache, node and
+// broker without being told.
+//
+// This is the only package in the project with YAML tags: the libraries
+// take *Options, and the commands translate.
+package config
 
 import (
 	"bytes"
@@ -6,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,10 +30,10 @@ import (
 )
 
 // Where the configuration comes from. The -config flag wins over
-// $MYNAH_CONFIG, which wins over DefaultConfigPath.
+// $MYNAH_CONFIG, which wins over DefaultPath.
 const (
-	DefaultConfigPath = "/etc/mynah/mynahd.yaml"
-	EnvConfig         = "MYNAH_CONFIG"
+	DefaultPath = "/etc/mynah/mynahd.yaml"
+	EnvConfig   = "MYNAH_CONFIG"
 	// EnvMQTTPassword overrides mqtt.password_file, so a secret can come
 	// from a systemd drop-in's EnvironmentFile= or a container's secret
 	// environment instead of the config file, which must stay readable.
@@ -33,9 +42,9 @@ const (
 
 // Limits on what the config file may contain.
 const (
-	// MaxConfigBytes bounds the config file; the documented example is
+	// MaxFileBytes bounds the config file; the documented example is
 	// about 6 KiB, so anything near this is not a config file.
-	MaxConfigBytes = 1 << 20
+	MaxFileBytes = 1 << 20
 	// MaxPasswordBytes bounds mqtt.password_file.
 	MaxPasswordBytes = 4 << 10
 	// MaxNodeLen bounds node: it appears in every topic and in Home
@@ -46,19 +55,12 @@ const (
 	maxPathLen   = 4096
 )
 
-// exitConfigError is the exit status for an unusable configuration
-// (EX_CONFIG from sysexits.h). The unit's RestartPreventExitStatus=78 keeps
-// systemd from restarting mynahd into the same mistake every two seconds.
-const exitConfigError = 78
+// ErrInvalid is wrapped by every error of Validate (and by parse
+// errors of the file), so a command can tell a bad config from a failure
+// at run time (mynahd exits with EX_CONFIG, 78, for it).
+var ErrInvalid = errors.New("invalid config")
 
-// errInvalidConfig is wrapped by every error of Validate (and by parse
-// errors of the file), so main can tell a bad config from a failure at run
-// time and exit with exitConfigError.
-var errInvalidConfig = errors.New("invalid config")
-
-// Config is mynahd's configuration file (YAML). This is the only type in the
-// project with YAML tags: the libraries take *Options, and main translates.
-// Every key is optional; DefaultConfig has the defaults, and
+// Config is mynahd's configuration file (YAML). Every key is optional; Default has the defaults, and
 // systemd/mynahd.yaml documents each key with its default.
 type Config struct {
 	// Node names this speaker: topics are mynah/<node>/..., Home Assistant
@@ -66,15 +68,15 @@ type Config struct {
 	// MaxNodeLen. Default "mynah".
 	Node string `yaml:"node"`
 
-	MQTT   MQTTConfig   `yaml:"mqtt"`
-	Voices VoicesConfig `yaml:"voices"`
-	ONNX   ONNXConfig   `yaml:"onnx"`
-	Audio  AudioConfig  `yaml:"audio"`
-	Queue  QueueConfig  `yaml:"queue"`
-	Cache  CacheConfig  `yaml:"cache"`
+	MQTT   MQTT   `yaml:"mqtt"`
+	Voices Voices `yaml:"voices"`
+	ONNX   ONNX   `yaml:"onnx"`
+	Audio  Audio  `yaml:"audio"`
+	Queue  Queue  `yaml:"queue"`
+	Cache  Cache  `yaml:"cache"`
 	// Wyoming serves Home Assistant's Wyoming integration: mynah as a
 	// local TTS engine (Assist, tts.speak).
-	Wyoming WyomingConfig `yaml:"wyoming"`
+	Wyoming Wyoming `yaml:"wyoming"`
 
 	// WatchdogStall is how long one synthesis step or one audio write may
 	// block before mynahd stops its systemd watchdog pings (and systemd,
@@ -82,11 +84,11 @@ type Config struct {
 	// Default 30s.
 	WatchdogStall time.Duration `yaml:"watchdog_stall"`
 
-	Log LogConfig `yaml:"log"`
+	Log Log `yaml:"log"`
 }
 
-// WyomingConfig is the wyoming section.
-type WyomingConfig struct {
+// Wyoming is the wyoming section.
+type Wyoming struct {
 	// Listen is the TCP address of the Wyoming server, e.g.
 	// 127.0.0.1:10200, or 0.0.0.0:10200 for Home Assistant on another
 	// machine (Wyoming has no authentication: a trusted network only).
@@ -104,8 +106,8 @@ type WyomingConfig struct {
 	Zeroconf bool `yaml:"zeroconf"`
 }
 
-// MQTTConfig is the mqtt section.
-type MQTTConfig struct {
+// MQTT is the mqtt section.
+type MQTT struct {
 	// Broker is the broker URL: tcp://host:1883, ssl://host:8883 (or
 	// tls://), ws://host/path, wss://host/path. "" (the default) starts the
 	// embedded broker on EmbeddedListen and connects to it.
@@ -138,8 +140,8 @@ type MQTTConfig struct {
 	EmbeddedListen string `yaml:"embedded_listen"`
 }
 
-// VoicesConfig is the voices section.
-type VoicesConfig struct {
+// Voices is the voices section.
+type Voices struct {
 	// Dir holds one directory per voice. Default /var/lib/mynah/voices
 	// (the unit's StateDirectory).
 	Dir string `yaml:"dir"`
@@ -148,7 +150,7 @@ type VoicesConfig struct {
 	// into <dir>/mynah-demo on first start.
 	Default string `yaml:"default"`
 	// Sessions bounds the voices kept loaded.
-	Sessions SessionsConfig `yaml:"sessions"`
+	Sessions Sessions `yaml:"sessions"`
 	// Precision picks which variant of a voice is loaded: auto (default:
 	// the smallest variant made by mynah quantize --voice that passed its
 	// quality gate, for the configured onnx.provider, and whose int8
@@ -160,11 +162,11 @@ type VoicesConfig struct {
 	Precisions map[string]string `yaml:"precisions"`
 }
 
-// SessionsConfig is the voices.sessions section: loaded voices (ONNX
+// Sessions is the voices.sessions section: loaded voices (ONNX
 // Runtime sessions) stay warm in a least-recently-used cache, so switching
 // back to a voice costs no load. The default voice is always loaded before
 // READY and never evicted.
-type SessionsConfig struct {
+type Sessions struct {
 	// MaxCount bounds the voices kept loaded, 1 to MaxSessionVoices; the
 	// least recently used unpinned idle voice is closed first. It must hold
 	// the default voice, Preload and Pinned together. Default
@@ -202,8 +204,8 @@ type SessionsConfig struct {
 	CheckInterval time.Duration `yaml:"check_interval"`
 }
 
-// ONNXConfig is the onnx section.
-type ONNXConfig struct {
+// ONNX is the onnx section.
+type ONNX struct {
 	// Library is the libonnxruntime path. "" (default) searches
 	// $MYNAH_ORT_LIB (set by the unit), the project's .ort/ and the system
 	// library directories.
@@ -214,8 +216,8 @@ type ONNXConfig struct {
 	Threads int `yaml:"threads"`
 }
 
-// AudioConfig is the audio section.
-type AudioConfig struct {
+// Audio is the audio section.
+type Audio struct {
 	// Device is the output device name (as `mynah devices` lists it); ""
 	// (default) is the system's default output. Two special values: "null"
 	// plays into nothing, "wav:PATH" writes everything spoken into one WAV
@@ -236,8 +238,8 @@ type AudioConfig struct {
 	Fallback string `yaml:"fallback"`
 }
 
-// QueueConfig is the queue section.
-type QueueConfig struct {
+// Queue is the queue section.
+type Queue struct {
 	// Size is how many requests may wait; when full, the lowest-priority
 	// oldest one is rejected with an event. 1 to MaxQueueSize, default 32.
 	Size int `yaml:"size"`
@@ -265,9 +267,9 @@ func (c Config) SpoolPath() string {
 	return ""
 }
 
-// CacheConfig is the cache section: the audio of sentences already spoken,
+// Cache is the cache section: the audio of sentences already spoken,
 // in one bbolt file, so a repeated announcement plays without synthesis.
-type CacheConfig struct {
+type Cache struct {
 	// File is the cache file; "" turns the phrase cache off. A damaged file
 	// is moved aside (*.corrupt-<time>) and a new one made. Default
 	// /var/lib/mynah/cache.db (the unit's StateDirectory).
@@ -291,8 +293,8 @@ type CacheConfig struct {
 	SpeakerPrecision string `yaml:"speaker_precision"`
 }
 
-// LogConfig is the log section.
-type LogConfig struct {
+// Log is the log section.
+type Log struct {
 	// Level: debug, info (default), warn or error.
 	Level string `yaml:"level"`
 	// Format: auto (default), text, json or journal. auto is journal when
@@ -303,21 +305,21 @@ type LogConfig struct {
 	Format string `yaml:"format"`
 }
 
-// DefaultConfig returns the configuration used for every key the file
+// Default returns the configuration used for every key the file
 // leaves out.
-func DefaultConfig() Config {
+func Default() Config {
 	return Config{
 		Node: "mynah",
-		MQTT: MQTTConfig{
+		MQTT: MQTT{
 			Keepalive:       30 * time.Second,
 			DiscoveryPrefix: "homeassistant",
 			EmbeddedListen:  "127.0.0.1:1883",
 		},
-		Voices: VoicesConfig{
+		Voices: Voices{
 			Dir:        "/var/lib/mynah/voices",
 			Precision:  "auto",
 			Precisions: map[string]string{},
-			Sessions: SessionsConfig{
+			Sessions: Sessions{
 				MaxCount:      engine.DefaultMaxSessions,
 				Preload:       []string{},
 				Pinned:        []string{},
@@ -325,42 +327,42 @@ func DefaultConfig() Config {
 				CheckInterval: 30 * time.Second,
 			},
 		},
-		ONNX:    ONNXConfig{Provider: string(ort.ProviderAuto)},
-		Wyoming: WyomingConfig{MaxConnections: 8, Zeroconf: true},
-		Audio: AudioConfig{
+		ONNX:    ONNX{Provider: string(ort.ProviderAuto)},
+		Wyoming: Wyoming{MaxConnections: 8, Zeroconf: true},
+		Audio: Audio{
 			Volume:          1,
 			WriteTimeout:    2 * time.Second,
 			SentenceSilence: 200 * time.Millisecond,
 		},
-		Queue: QueueConfig{Size: 32, DefaultTTL: 60 * time.Second},
-		Cache: CacheConfig{File: "/var/lib/mynah/cache.db", MaxBytes: 64 << 20, Pinned: []string{},
+		Queue: Queue{Size: 32, DefaultTTL: 60 * time.Second},
+		Cache: Cache{File: "/var/lib/mynah/cache.db", MaxBytes: 64 << 20, Pinned: []string{},
 			MaxSpeakers: cache.DefaultMaxSpeakers, SpeakerPrecision: "fp16"},
 		WatchdogStall: 30 * time.Second,
-		Log:           LogConfig{Level: "info", Format: "auto"},
+		Log:           Log{Level: "info", Format: "auto"},
 	}
 }
 
-// ConfigPath returns the config file to read: flagValue if not empty, else
-// $MYNAH_CONFIG if set, else DefaultConfigPath. explicit reports whether
+// Path returns the config file to read: flagValue if not empty, else
+// $MYNAH_CONFIG if set, else DefaultPath. explicit reports whether
 // the user named the file (then a missing file is an error).
-func ConfigPath(flagValue string) (path string, explicit bool) {
+func Path(flagValue string) (path string, explicit bool) {
 	if flagValue != "" {
 		return flagValue, true
 	}
 	if p := os.Getenv(EnvConfig); p != "" {
 		return p, true
 	}
-	return DefaultConfigPath, false
+	return DefaultPath, false
 }
 
-// LoadConfigFromFlag resolves the path with ConfigPath, loads and validates
+// LoadFromFlag resolves the path with Path, loads and validates
 // the file. A missing file at the default path means defaults: mynahd runs
 // on a fresh machine without one. It returns the path it used.
-func LoadConfigFromFlag(flagValue string) (Config, string, error) {
-	path, explicit := ConfigPath(flagValue)
-	cfg, err := LoadConfig(path)
+func LoadFromFlag(flagValue string) (Config, string, error) {
+	path, explicit := Path(flagValue)
+	cfg, err := Load(path)
 	if errors.Is(err, fs.ErrNotExist) && !explicit {
-		cfg, err = DefaultConfig(), nil
+		cfg, err = Default(), nil
 	}
 	if err != nil {
 		return Config{}, path, err
@@ -371,37 +373,37 @@ func LoadConfigFromFlag(flagValue string) (Config, string, error) {
 	return cfg, path, nil
 }
 
-// LoadConfig reads and parses the file at path (at most MaxConfigBytes). It
+// Load reads and parses the file at path (at most MaxFileBytes). It
 // does not validate. A missing file is an error wrapping fs.ErrNotExist.
-func LoadConfig(path string) (Config, error) {
+func Load(path string) (Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("read config: %w", err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return Config{}, fmt.Errorf("read config %s: %w", path, err)
 	}
-	if len(data) > MaxConfigBytes {
-		return Config{}, fmt.Errorf("config %s: larger than %d bytes (MaxConfigBytes): %w",
-			path, MaxConfigBytes, errInvalidConfig)
+	if len(data) > MaxFileBytes {
+		return Config{}, fmt.Errorf("config %s: larger than %d bytes (MaxFileBytes): %w",
+			path, MaxFileBytes, ErrInvalid)
 	}
-	cfg, err := ParseConfig(data)
+	cfg, err := Parse(data)
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, nil
 }
 
-// ParseConfig parses YAML over DefaultConfig: absent and null keys keep
+// Parse parses YAML over Default: absent and null keys keep
 // their defaults, an empty document is all defaults. Unknown keys,
 // duplicate keys, wrong types, durations without a unit and a second
 // document are errors. It does not validate values.
-func ParseConfig(data []byte) (Config, error) {
-	cfg := DefaultConfig()
-	if len(data) > MaxConfigBytes {
-		return cfg, fmt.Errorf("larger than %d bytes (MaxConfigBytes): %w", MaxConfigBytes, errInvalidConfig)
+func Parse(data []byte) (Config, error) {
+	cfg := Default()
+	if len(data) > MaxFileBytes {
+		return cfg, fmt.Errorf("larger than %d bytes (MaxFileBytes): %w", MaxFileBytes, ErrInvalid)
 	}
 	// First pass: the tree, to name unknown keys by their path (yaml.v3's
 	// own message names a Go type) and to catch "30" where a duration
@@ -412,11 +414,11 @@ func ParseConfig(data []byte) (Config, error) {
 		if errors.Is(err, io.EOF) {
 			return cfg, nil // empty file or only comments
 		}
-		return cfg, fmt.Errorf("%w: %w", errInvalidConfig, err)
+		return cfg, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return cfg, fmt.Errorf("more than one YAML document (---): %w", errInvalidConfig)
+		return cfg, fmt.Errorf("more than one YAML document (---): %w", ErrInvalid)
 	}
 	if err := checkKeys(&root, reflect.TypeOf(cfg), ""); err != nil {
 		return cfg, err
@@ -424,7 +426,7 @@ func ParseConfig(data []byte) (Config, error) {
 	strict := yaml.NewDecoder(bytes.NewReader(data))
 	strict.KnownFields(true)
 	if err := strict.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return DefaultConfig(), fmt.Errorf("%w: %w", errInvalidConfig, err)
+		return Default(), fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return cfg, nil
 }
@@ -454,7 +456,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 	if t.Kind() == reflect.Slice {
 		if n.Kind != yaml.SequenceNode {
 			return fmt.Errorf("%s: expected a list, found %s (line %d): %w",
-				where, kindName(n.Kind), n.Line, errInvalidConfig)
+				where, kindName(n.Kind), n.Line, ErrInvalid)
 		}
 		for i, item := range n.Content {
 			if err := checkKeys(item, t.Elem(), fmt.Sprintf("%s[%d]", where, i)); err != nil {
@@ -466,17 +468,17 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 	if t.Kind() == reflect.Map {
 		if n.Kind != yaml.MappingNode {
 			return fmt.Errorf("%s: expected a mapping, found %s (line %d): %w",
-				where, kindName(n.Kind), n.Line, errInvalidConfig)
+				where, kindName(n.Kind), n.Line, ErrInvalid)
 		}
 		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode {
-				return fmt.Errorf("%s: keys must be names (line %d): %w", where, k.Line, errInvalidConfig)
+				return fmt.Errorf("%s: keys must be names (line %d): %w", where, k.Line, ErrInvalid)
 			}
 			if line, dup := seen[k.Value]; dup {
 				return fmt.Errorf("%s: key repeated (lines %d and %d): %w",
-					joinPath(path, k.Value), line, k.Line, errInvalidConfig)
+					joinPath(path, k.Value), line, k.Line, ErrInvalid)
 			}
 			seen[k.Value] = k.Line
 			if err := checkKeys(v, t.Elem(), joinPath(path, k.Value)); err != nil {
@@ -488,17 +490,17 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 	if t.Kind() != reflect.Struct || t == durationType {
 		if n.Kind != yaml.ScalarNode {
 			return fmt.Errorf("%s: expected a single value, found %s (line %d): %w",
-				where, kindName(n.Kind), n.Line, errInvalidConfig)
+				where, kindName(n.Kind), n.Line, ErrInvalid)
 		}
 		if t == durationType && (n.ShortTag() == "!!int" || n.ShortTag() == "!!float") {
 			return fmt.Errorf("%s: %q has no unit; write a duration such as \"30s\" or \"200ms\" (line %d): %w",
-				where, n.Value, n.Line, errInvalidConfig)
+				where, n.Value, n.Line, ErrInvalid)
 		}
 		return nil // wrong scalar types are left to the decoder's message
 	}
 	if n.Kind != yaml.MappingNode {
 		return fmt.Errorf("%s: expected a mapping of keys, found %s (line %d): %w",
-			where, kindName(n.Kind), n.Line, errInvalidConfig)
+			where, kindName(n.Kind), n.Line, ErrInvalid)
 	}
 	fields := map[string]reflect.Type{}
 	var names []string
@@ -518,11 +520,11 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 		if !ok || k.Kind != yaml.ScalarNode {
 			sort.Strings(names)
 			return fmt.Errorf("%s: unknown key (line %d); known keys here: %s: %w",
-				joinPath(path, k.Value), k.Line, strings.Join(names, ", "), errInvalidConfig)
+				joinPath(path, k.Value), k.Line, strings.Join(names, ", "), ErrInvalid)
 		}
 		if line, dup := seen[k.Value]; dup {
 			return fmt.Errorf("%s: key repeated (lines %d and %d): %w",
-				joinPath(path, k.Value), line, k.Line, errInvalidConfig)
+				joinPath(path, k.Value), line, k.Line, ErrInvalid)
 		}
 		seen[k.Value] = k.Line
 		if err := checkKeys(v, ft, joinPath(path, k.Value)); err != nil {
@@ -551,6 +553,27 @@ func joinPath(path, key string) string {
 	return path + "." + key
 }
 
+// BrokerURL is the broker a tool reaches mynahd on: mqtt.broker, or the
+// embedded broker's mqtt.embedded_listen as a tcp:// URL (a wildcard host
+// as the loopback address). An embedded broker on port 0 has no address
+// known in advance, which is an error.
+func (c Config) BrokerURL() (string, error) {
+	if c.MQTT.Broker != "" {
+		return c.MQTT.Broker, nil
+	}
+	host, port, err := net.SplitHostPort(c.MQTT.EmbeddedListen)
+	if err != nil {
+		return "", fmt.Errorf("mqtt.embedded_listen %q: %w", c.MQTT.EmbeddedListen, err)
+	}
+	if port == "0" {
+		return "", errors.New("the embedded broker listens on a port chosen at start (mqtt.embedded_listen port 0)")
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "tcp://" + net.JoinHostPort(host, port), nil
+}
+
 // ClientID is mqtt.client_id, or "mynahd-<node>" when that is empty.
 func (c Config) ClientID() string {
 	if c.MQTT.ClientID != "" {
@@ -577,7 +600,7 @@ func (c Config) MQTTPassword() (string, error) {
 	}
 	if pw != "" && c.MQTT.Username == "" {
 		// MQTT 3.1.1 (section 3.1.2.9) forbids a password without a user name.
-		return "", fmt.Errorf("%s: a password needs mqtt.username: %w", source, errInvalidConfig)
+		return "", fmt.Errorf("%s: a password needs mqtt.username: %w", source, ErrInvalid)
 	}
 	return pw, nil
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"errors"
@@ -40,7 +40,7 @@ type fieldError struct {
 }
 
 func (e *fieldError) Error() string        { return e.Field + ": " + e.Problem }
-func (e *fieldError) Is(target error) bool { return target == errInvalidConfig }
+func (e *fieldError) Is(target error) bool { return target == ErrInvalid }
 
 var (
 	hostnamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$`)
@@ -53,7 +53,7 @@ const maxVoiceNameLen = 64
 // Validate checks every field and returns all problems at once (joined),
 // each naming its field, e.g.
 // `mqtt.broker: scheme "ftp" not supported (tcp, ssl, tls, ws, wss)`.
-// Every error wraps errInvalidConfig. It reads no files.
+// Every error wraps ErrInvalid. It reads no files.
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
@@ -185,7 +185,7 @@ func (c Config) Validate() error {
 
 // validate checks voices.sessions; def is voices.default ("" is the demo
 // voice), which is always loaded and pinned and so takes one place.
-func (sc SessionsConfig) validate(bad func(field, format string, args ...any), def string) {
+func (sc Sessions) validate(bad func(field, format string, args ...any), def string) {
 	const f = "voices.sessions."
 	if sc.MaxCount < 1 || sc.MaxCount > MaxSessionVoices {
 		bad(f+"max_count", "%d out of range (1 to %d)", sc.MaxCount, MaxSessionVoices)
@@ -247,7 +247,7 @@ func checkVoiceName(bad func(field, format string, args ...any), field, v string
 
 var brokerSchemes = []string{"tcp", "ssl", "tls", "ws", "wss"}
 
-func (m MQTTConfig) validate(bad func(field, format string, args ...any)) {
+func (m MQTT) validate(bad func(field, format string, args ...any)) {
 	tlsBroker := false
 	if m.Broker == "" {
 		if m.EmbeddedListen == "" {
@@ -356,7 +356,7 @@ func isWAVOutput(v string) bool {
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
-func (w WyomingConfig) validate(bad func(field, format string, args ...any)) {
+func (w Wyoming) validate(bad func(field, format string, args ...any)) {
 	if w.Listen != "" {
 		host, port, err := net.SplitHostPort(w.Listen)
 		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
