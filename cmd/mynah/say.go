@@ -193,6 +193,9 @@ func runSay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		err = cerr
 	}
 	if err != nil {
+		if dest == f.out || dest == f.fallback {
+			os.Remove(dest) // a failed say leaves no partial WAV behind
+		}
 		return sayError(err, f, loc, store, cacheNote)
 	}
 	rtf := 0.0

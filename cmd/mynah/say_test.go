@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -198,6 +199,9 @@ func TestSayClonedSpeaker(t *testing.T) {
 		_, _, err := mynah(t, append([]string{"say", "--voice", clone, "--out", out}, append(c.args, text)...)...)
 		if !errors.Is(err, voice.ErrUnknownSpeaker) || !strings.Contains(err.Error(), c.hint) || exitCode(err) != 1 {
 			t.Errorf("%q: %v", c.args, err)
+		}
+		if _, err := os.Stat(out); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%q: a failed say left %s behind (%v)", c.args, out, err)
 		}
 	}
 
