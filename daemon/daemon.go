@@ -27,7 +27,8 @@ type Daemon struct {
 	started bool     // Run was called
 	closed  bool     // Run is shutting down: no new work
 
-	volume atomic.Uint64 // math.Float64bits of 0..1
+	volume  atomic.Uint64 // math.Float64bits of 0..1
+	lastErr atomic.Pointer[LastError]
 	// busySince is when the current blocking call began, as nanoseconds
 	// since epoch plus 1 (0 = none). Durations from epoch use the monotonic
 	// clock, so a wall-clock jump cannot fake a stall.
@@ -219,7 +220,7 @@ func (d *Daemon) idle()             { d.busySince.Store(0) }
 // Snapshot returns the current state, as published on the state topic.
 func (d *Daemon) Snapshot() State {
 	d.mu.Lock()
-	s := State{State: "idle", Queue: d.queue.len(), Voice: d.voice}
+	s := State{State: "idle", Queue: d.queue.len(), Voice: d.voice, LastError: d.lastErr.Load()}
 	if d.current != nil {
 		s.State = "speaking"
 	}

@@ -8,8 +8,11 @@ import (
 
 // Home Assistant device-based discovery: one retained JSON document on
 // <prefix>/device/<node>/config describes the device and all its entities
-// ("cmps"). Options at the top level (availability, qos) apply to every
-// component.
+// ("cmps"). Availability at the top level applies to every component; qos
+// is repeated in each, since Home Assistant before core 2026.5.2 did not
+// pass the device-level qos on (every entity then published at QoS 0). A
+// component that no longer exists is sent as {"p": platform}, the only
+// way to remove it: left out, Home Assistant keeps it.
 
 type haDevice struct {
 	IDs          []string `json:"ids"`
@@ -27,9 +30,10 @@ type haOrigin struct {
 
 type haComponent struct {
 	Platform        string   `json:"p"`
-	UniqueID        string   `json:"unique_id"`
+	UniqueID        string   `json:"unique_id,omitempty"`
 	DefaultEntityID string   `json:"default_entity_id,omitempty"`
-	Name            string   `json:"name"`
+	Name            string   `json:"name,omitempty"`
+	QoS             int      `json:"qos,omitempty"`
 	Icon            string   `json:"icon,omitempty"`
 	EntityCategory  string   `json:"entity_category,omitempty"`
 	CommandTopic    string   `json:"command_topic,omitempty"`
@@ -45,6 +49,36 @@ type haComponent struct {
 	Step            *float64 `json:"step,omitempty"`
 	Mode            string   `json:"mode,omitempty"`
 	Unit            string   `json:"unit_of_measurement,omitempty"`
+	EventTypes      []string `json:"event_types,omitempty"`
+	// JSONAttributesTopic and JSONAttributesTemplate give an entity
+	// attributes beside its state.
+	JSONAttributesTopic    string `json:"json_attributes_topic,omitempty"`
+	JSONAttributesTemplate string `json:"json_attributes_template,omitempty"`
+}
+
+// Templates Home Assistant renders (Jinja) on mynah's JSON.
+const (
+	// eventTemplate turns a request's terminal event into an event
+	// entity's payload; any other event renders "{}", which Home
+	// Assistant ignores.
+	eventTemplate = `{% if value_json.state in ['finished', 'failed', 'dropped'] %}` +
+		`{"event_type": {{ value_json.state | to_json }}, "id": {{ value_json.id | default('') | to_json }}, ` +
+		`"reason": {{ value_json.reason | default('') | to_json }}, "error": {{ value_json.error | default('') | to_json }}, ` +
+		`"redelivered": {{ value_json.redelivered | default(false) | to_json }}}` +
+		`{% else %}{}{% endif %}`
+	lastErrorTemplate      = `{{ value_json.last_error.reason if value_json.last_error is defined else 'none' }}`
+	lastErrorAttrsTemplate = `{{ value_json.last_error | default({}) | to_json }}`
+)
+
+// haEventTypes are the event entity's types: the terminal states of a
+// say request.
+var haEventTypes = []string{EventFinished, EventFailed, EventDropped}
+
+// optionalComponents are the components that exist only with a cache or
+// with voices, by key and platform: removed with a stub when absent.
+var optionalComponents = map[string]string{
+	"cache_hit_ratio": "sensor", "cache_size": "sensor", "cache_entries": "sensor",
+	"cache_purge": "button", "voice": "select",
 }
 
 type haDiscovery struct {
@@ -79,6 +113,7 @@ func (d *Daemon) discoveryPayload(voices []string) ([]byte, error) {
 			UniqueID:        "mynah_" + node + "_" + what,
 			DefaultEntityID: platform + "." + slug + "_" + what,
 			Name:            label,
+			QoS:             1,
 		}
 	}
 
@@ -115,7 +150,22 @@ func (d *Daemon) discoveryPayload(voices []string) ([]byte, error) {
 	queue.ValueTemplate = "{{ value_json.queue }}"
 	queue.StateClass = "measurement"
 
-	cmps := map[string]haComponent{"say": say, "volume": volume, "stop": stop, "state": state, "queue": queue}
+	events := cmp("event", "request", "Request")
+	events.Icon = "mdi:message-badge"
+	events.StateTopic = t.event
+	events.ValueTemplate = eventTemplate
+	events.EventTypes = haEventTypes
+
+	lastErr := cmp("sensor", "last_error", "Last error")
+	lastErr.Icon = "mdi:alert-circle-outline"
+	lastErr.EntityCategory = "diagnostic"
+	lastErr.StateTopic = t.state
+	lastErr.ValueTemplate = lastErrorTemplate
+	lastErr.JSONAttributesTopic = t.state
+	lastErr.JSONAttributesTemplate = lastErrorAttrsTemplate
+
+	cmps := map[string]haComponent{"say": say, "volume": volume, "stop": stop, "state": state, "queue": queue,
+		"request": events, "last_error": lastErr}
 	if d.opts.Cache != nil {
 		// The state carries a cache object only with a cache; the
 		// templates assume it.
@@ -160,6 +210,11 @@ func (d *Daemon) discoveryPayload(voices []string) ([]byte, error) {
 		voice.ValueTemplate = "{{ value_json.voice }}"
 		voice.Options = voices
 		cmps["voice"] = voice
+	}
+	for key, platform := range optionalComponents {
+		if _, ok := cmps[key]; !ok {
+			cmps[key] = haComponent{Platform: platform}
+		}
 	}
 
 	return json.Marshal(haDiscovery{

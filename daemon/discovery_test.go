@@ -43,15 +43,17 @@ func TestDiscoveryPayload(t *testing.T) {
 
 	cmps := obj(doc, "cmps")
 	want := map[string]struct{ platform, command, template string }{
-		"say":    {"notify", "mynah/test/say", ""},
-		"voice":  {"select", "mynah/test/voice/set", "{{ value_json.voice }}"},
-		"volume": {"number", "mynah/test/volume/set", "{{ (value_json.volume * 100) | round(0) }}"},
-		"stop":   {"button", "mynah/test/stop", ""},
-		"state":  {"sensor", "", "{{ value_json.state }}"},
-		"queue":  {"sensor", "", "{{ value_json.queue }}"},
+		"request":    {"event", "", eventTemplate},
+		"last_error": {"sensor", "", lastErrorTemplate},
+		"say":        {"notify", "mynah/test/say", ""},
+		"voice":      {"select", "mynah/test/voice/set", "{{ value_json.voice }}"},
+		"volume":     {"number", "mynah/test/volume/set", "{{ (value_json.volume * 100) | round(0) }}"},
+		"stop":       {"button", "mynah/test/stop", ""},
+		"state":      {"sensor", "", "{{ value_json.state }}"},
+		"queue":      {"sensor", "", "{{ value_json.queue }}"},
 	}
-	if len(cmps) != len(want) {
-		t.Errorf("%d components, want %d", len(cmps), len(want))
+	if len(cmps) != len(want)+len(optionalComponents)-1 { // voice is in both
+		t.Errorf("%d components, want %d", len(cmps), len(want)+len(optionalComponents)-1)
 	}
 	subscribed := h.tr.filters
 	for key, w := range want {
@@ -73,7 +75,11 @@ func TestDiscoveryPayload(t *testing.T) {
 		if w.command != "" && !slices.Contains(subscribed, w.command) {
 			t.Errorf("component %s commands %s, which the daemon does not subscribe to", key, w.command)
 		}
-		if w.template != "" && (str(c, "state_topic") != "mynah/test/state" || str(c, "value_template") != w.template) {
+		topic := "mynah/test/state"
+		if w.platform == "event" {
+			topic = "mynah/test/event"
+		}
+		if w.template != "" && (str(c, "state_topic") != topic || str(c, "value_template") != w.template) {
 			t.Errorf("component %s: state %q %q", key, str(c, "state_topic"), str(c, "value_template"))
 		}
 	}
@@ -90,20 +96,40 @@ func TestDiscoveryPayload(t *testing.T) {
 	}
 }
 
-func TestDiscoveryWithoutVoicesHasNoSelect(t *testing.T) {
+// Without voices there is nothing to choose, and without a cache no cache
+// figures: those components are sent as {"p": platform}, which is how
+// Home Assistant removes an entity it made from an earlier payload.
+func TestDiscoveryRemovesComponentsThatAreGone(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.DefaultVoice = "" })
 	b, err := h.d.discoveryPayload(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Cmps map[string]json.RawMessage `json:"cmps"`
+		Cmps map[string]map[string]any `json:"cmps"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := doc.Cmps["voice"]; ok || len(doc.Cmps) != 5 {
-		t.Errorf("components %v", doc.Cmps)
+	for key, platform := range map[string]string{"voice": "select", "cache_hit_ratio": "sensor",
+		"cache_size": "sensor", "cache_entries": "sensor", "cache_purge": "button"} {
+		if c := doc.Cmps[key]; len(c) != 1 || c["p"] != platform {
+			t.Errorf("component %s = %v, want only {\"p\": %q}", key, c, platform)
+		}
+	}
+	c := newCacheRec()
+	h = newHarness(t, func(o *Options) { o.Cache = &c.fake })
+	if b, err = h.d.discoveryPayload([]string{"alice"}); err != nil {
+		t.Fatal(err)
+	}
+	doc.Cmps = nil
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for key := range optionalComponents {
+		if len(doc.Cmps[key]) < 3 {
+			t.Errorf("component %s is a stub with a cache and voices: %v", key, doc.Cmps[key])
+		}
 	}
 }
 

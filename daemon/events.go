@@ -99,7 +99,21 @@ type State struct {
 	// Wyoming counts the requests of Home Assistant's Wyoming integration;
 	// absent when that server is off.
 	Wyoming *WyomingCounters `json:"wyoming,omitempty"`
-	Time    time.Time        `json:"time"`
+	// LastError is the most recent failed event or warning since the
+	// daemon started; absent before the first.
+	LastError *LastError `json:"last_error,omitempty"`
+	Time      time.Time  `json:"time"`
+}
+
+// LastError is the state's last_error object: what Home Assistant's
+// "Last error" sensor shows.
+type LastError struct {
+	State   string    `json:"state"`  // failed or warning
+	Reason  string    `json:"reason"` // a Reason constant, or a warning's
+	Error   string    `json:"error,omitempty"`
+	ID      string    `json:"id,omitempty"`
+	Command string    `json:"command,omitempty"`
+	Time    time.Time `json:"time"`
 }
 
 // WyomingCounters are the Wyoming server's figures in the state, since
@@ -190,6 +204,9 @@ func isTerminal(e *Event) bool {
 // follows a counter change, so the state is due too.
 func (d *Daemon) emit(e Event) {
 	e.Time = d.now()
+	if (e.State == EventFailed || e.State == EventWarning) && !e.Redelivered {
+		d.lastErr.Store(&LastError{State: e.State, Reason: e.Reason, Error: e.Error, ID: e.ID, Command: e.Command, Time: e.Time})
+	}
 	d.enqueue(&pending{e: e, terminal: isTerminal(&e)})
 }
 

@@ -206,9 +206,10 @@ func decodeErr(reason, field, format string, args ...any) *DecodeError {
 // text, or a JSON object with the fields text (alias message), voice,
 // speaker, id, priority, interrupt, volume (0..1), rate, ttl (seconds),
 // session and cache (bool). A leading byte-order mark is ignored. Only a
-// payload that is one valid JSON object is read as JSON: a text that
-// merely starts with '{' ("{name} is at the door", a template that did
-// not render) is spoken like any other. Field names are case-sensitive;
+// payload that is one valid JSON object with a text or message field is
+// read as JSON: a text that merely starts with '{' ("{name} is at the
+// door", a template that did not render) or a JSON object without either
+// field ({"temperature": 21}) is spoken like any other. Field names are case-sensitive;
 // unknown fields are ignored, known fields with the wrong type are
 // errors. Every error is a *DecodeError; when the payload has a valid id,
 // the returned Request carries it even if the payload was refused before
@@ -246,6 +247,13 @@ func decodeSay(r *Request, payload []byte, o *DecodeOptions) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
 		return decodeErr(ReasonInvalidJSON, "", "%v", err)
+	}
+	_, hasText := fields["text"]
+	_, hasMessage := fields["message"]
+	if !hasText && !hasMessage {
+		// {"temperature": 21} from a notify message is something to say,
+		// not a command: a say command always names its text.
+		return setText(r, string(trimmed), "", o)
 	}
 	return decodeFields(r, fields, o)
 }

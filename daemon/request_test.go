@@ -30,6 +30,9 @@ func TestDecodeSayAccepts(t *testing.T) {
 		// with { is read aloud, as Home Assistant's notify sends it.
 		{"brace text", "{name} is at the door", Request{Text: "{name} is at the door", Priority: PriorityNormal, Rate: 1}},
 		{"not json", "{not json", Request{Text: "{not json", Priority: PriorityNormal, Rate: 1}},
+		// A JSON object is a command only when it names its text.
+		{"JSON without text is text", `{"temperature": 21}`, Request{Text: `{"temperature": 21}`, Priority: PriorityNormal, Rate: 1}},
+		{"JSON with only options is text", `{"voice":"a"}`, Request{Text: `{"voice":"a"}`, Priority: PriorityNormal, Rate: 1}},
 		{"broken JSON is text", `{"text":`, Request{Text: `{"text":`, Priority: PriorityNormal, Rate: 1}},
 		{"trailing garbage is text", `{"text":"a"} x`, Request{Text: `{"text":"a"} x`, Priority: PriorityNormal, Rate: 1}},
 		{"two objects are text", `{"text":"a"}{"text":"b"}`, Request{Text: `{"text":"a"}{"text":"b"}`, Priority: PriorityNormal, Rate: 1}},
@@ -135,7 +138,7 @@ func TestDecodeSayRejects(t *testing.T) {
 		{"ttl zero", []byte(`{"text":"a","ttl":0}`), ReasonBadTTL, "ttl", ""},
 		{"ttl a year", []byte(`{"text":"a","ttl":31536000}`), ReasonBadTTL, "ttl", ""},
 		{"priority unknown", []byte(`{"text":"a","priority":"urgent"}`), ReasonBadPriority, "priority", ""},
-		{"no text", []byte(`{"voice":"a"}`), ReasonEmpty, "text", ""},
+		{"null text", []byte(`{"voice":"a","text":null}`), ReasonEmpty, "text", ""},
 		{"blank text", []byte(`{"text":"  "}`), ReasonEmpty, "text", ""},
 		{"blank text and message", []byte(`{"text":"","message":" "}`), ReasonEmpty, "text", ""},
 		{"message as number", []byte(`{"message":1}`), ReasonBadField, "message", ""},

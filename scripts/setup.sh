@@ -16,7 +16,7 @@ set -euo pipefail
 
 ORT_VERSION=1.30.0
 ORT_TGZ_SHA256=6e3390d6b783e7be946fad629292799da28d0b42f84856e50d2c1b0383291e75
-PACKAGES=(build-essential pkg-config portaudio19-dev libespeak-ng-dev espeak-ng-data
+PACKAGES=(build-essential pkg-config portaudio19-dev libespeak-ng-dev espeak-ng-data python3-jinja2
   mosquitto mosquitto-clients sox alsa-utils libasound2-plugins)
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
