@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/mynah-tts/mynah/cmd/internal/version"
 )
 
 const usage = `mynah — offline text to speech for small devices
@@ -31,9 +33,6 @@ Usage:
 Run "mynah COMMAND -h" for a command's flags.
 Environment: MYNAH_ORT_LIB (libonnxruntime path), MYNAH_VOICE (default voice).
 `
-
-// version is set by the build (-ldflags "-X main.version=...").
-var version = "dev"
 
 type command struct {
 	name string
@@ -73,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		{"speakers", runSpeakers},
 		{"quantize", runQuantize},
 		{"version", func(context.Context, []string, io.Writer, io.Writer) error {
-			fmt.Fprintln(stdout, "mynah", version)
+			fmt.Fprintln(stdout, "mynah", version.String())
 			return nil
 		}},
 	}

@@ -23,12 +23,16 @@ func buildMynahd(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "mynahd")
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command(goBin, "build", "-ldflags", "-X github.com/mynah-tts/mynah/cmd/internal/version.stamped="+testVersion,
+		"-o", bin, ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
 }
+
+// testVersion is stamped into the binary as make build stamps git describe.
+const testVersion = "v0.0.0-test"
 
 // TestLifecycleUnderSystemd runs the mynahd binary the way systemd does:
 // READY=1 once the voice is loaded and the broker connected, WATCHDOG=1
@@ -65,6 +69,23 @@ func TestLifecycleUnderSystemd(t *testing.T) {
 	wc.send("describe", map[string]any{})
 	if e := wc.next(); e.Type != "info" {
 		t.Fatalf("describe answered with %q", e.Type)
+	}
+
+	// Home Assistant's device page shows the version the build stamped.
+	select {
+	case m := <-mqtttest.Subscribe(t, broker.URL(), "homeassistant/device/hall/config"):
+		var doc struct {
+			Dev    struct{ SW string } `json:"dev"`
+			Origin struct{ SW string } `json:"o"`
+		}
+		if err := json.Unmarshal(m.Payload, &doc); err != nil || doc.Dev.SW != testVersion || doc.Origin.SW != testVersion {
+			t.Errorf("discovery sw %q / %q (%v), want %s", doc.Dev.SW, doc.Origin.SW, err, testVersion)
+		}
+	case <-time.After(wait):
+		t.Fatal("no retained discovery")
+	}
+	if out, err := exec.Command(bin, "-version").Output(); err != nil || string(out) != "mynahd "+testVersion+"\n" {
+		t.Errorf("mynahd -version: %q, %v", out, err)
 	}
 
 	ev := mqtttest.Subscribe(t, broker.URL(), "mynah/hall/event")

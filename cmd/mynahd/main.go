@@ -15,15 +15,13 @@ import (
 	"syscall"
 
 	"github.com/mynah-tts/mynah/cmd/internal/config"
+	"github.com/mynah-tts/mynah/cmd/internal/version"
 )
 
 // exitConfigError is the exit status for an unusable configuration
 // (EX_CONFIG from sysexits.h). The unit's RestartPreventExitStatus=78 keeps
 // systemd from restarting mynahd into the same mistake every two seconds.
 const exitConfigError = 78
-
-// version is set by the build (-ldflags "-X main.version=...").
-var version = "dev"
 
 const usage = `mynahd — the mynah text-to-speech daemon
 
@@ -62,7 +60,7 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *showVersion {
-		fmt.Fprintln(stdout, "mynahd", version)
+		fmt.Fprintln(stdout, "mynahd", version.String())
 		return 0
 	}
 	cfg, path, err := config.LoadFromFlag(*configFlag)

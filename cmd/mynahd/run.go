@@ -16,6 +16,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/portaudio"
 	"github.com/mynah-tts/mynah/audio/text"
 	"github.com/mynah-tts/mynah/cmd/internal/config"
+	"github.com/mynah-tts/mynah/cmd/internal/version"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt"
 	"github.com/mynah-tts/mynah/quant/ort"
@@ -99,7 +100,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 		DefaultVolume:   &vol,
 		DefaultVoice:    voices.Default(),
 		Logger:          log.With("component", "daemon"),
-		Version:         version,
+		Version:         version.String(),
 		// Markup alone is refused as empty at once, not queued to fail.
 		Decode: &daemon.DecodeOptions{Speakable: func(s string) bool { return !text.IsEmpty(s, nil) }},
 	}
@@ -261,7 +262,7 @@ func startWyoming(ctx context.Context, c config.Wyoming, node string, voices *en
 		return nil, done, nil
 	}
 	ws, err := wyoming.New(&wyoming.Options{Listen: c.Listen, MaxConnections: c.MaxConnections, MaxParallel: c.MaxParallel,
-		Engine: wyomingVoices{voices}, Logger: log, Version: version}) // it adds component=wyoming
+		Engine: wyomingVoices{voices}, Logger: log, Version: version.String()}) // it adds component=wyoming
 	if err != nil {
 		return nil, nil, fmt.Errorf("wyoming: %w", err)
 	}

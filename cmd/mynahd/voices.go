@@ -12,6 +12,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/cache"
 	"github.com/mynah-tts/mynah/cmd/internal/config"
+	"github.com/mynah-tts/mynah/cmd/internal/version"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/wyoming"
 	"github.com/mynah-tts/mynah/quant/ort"
@@ -88,7 +89,7 @@ func (w wyomingVoices) Voices() []wyoming.VoiceInfo {
 	out := make([]wyoming.VoiceInfo, len(list))
 	for i, v := range list {
 		kind := map[string]string{"piper": "Piper", "style_vector": "style-vector", "pipeline": "voice cloning"}[v.Kind]
-		out[i] = wyoming.VoiceInfo{Name: v.Name, Languages: v.Languages, Speakers: v.Speakers, Version: version,
+		out[i] = wyoming.VoiceInfo{Name: v.Name, Languages: v.Languages, Speakers: v.Speakers, Version: version.String(),
 			Description: fmt.Sprintf("%s (%s, %d Hz)", v.Name, kind, v.SampleRate)}
 	}
 	return out
