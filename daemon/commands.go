@@ -58,6 +58,8 @@ func (d *Daemon) handle(m Message) {
 		d.enroll(m.Payload, "")
 	case d.topics.forget:
 		d.forget(m.Payload, "")
+	case d.topics.reload:
+		d.reloadVoices(true)
 	default:
 		if isOwner {
 			if err := ValidateName(owner); err != nil {

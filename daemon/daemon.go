@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,10 @@ type Daemon struct {
 	// under mu.
 	voiceWanted   string
 	voiceChecking bool
+	// reloading says a ReloadVoices runs, reloadAgain that another was
+	// asked for meanwhile, reloadAsked that voices/reload asked (it is
+	// always answered); all under mu.
+	reloading, reloadAgain, reloadAsked bool
 
 	// spoolMu guards spoolErr: why the spool cannot be written now
 	// (Options.SpoolError, or the last failed write until one succeeds).
@@ -220,7 +225,7 @@ func (d *Daemon) idle()             { d.busySince.Store(0) }
 // Snapshot returns the current state, as published on the state topic.
 func (d *Daemon) Snapshot() State {
 	d.mu.Lock()
-	s := State{State: "idle", Queue: d.queue.len(), Voice: d.voice, LastError: d.lastErr.Load()}
+	s := State{State: "idle", Queue: d.queue.len(), Voice: d.voice, Voices: slices.Clone(d.voices), LastError: d.lastErr.Load()}
 	if d.current != nil {
 		s.State = "speaking"
 	}

@@ -150,6 +150,11 @@ func (d *Daemon) discoveryPayload(voices []string) ([]byte, error) {
 	queue.ValueTemplate = "{{ value_json.queue }}"
 	queue.StateClass = "measurement"
 
+	reload := cmp("button", "voices_reload", "Reload voices")
+	reload.Icon = "mdi:folder-refresh"
+	reload.EntityCategory = "config"
+	reload.CommandTopic = t.reload
+
 	events := cmp("event", "request", "Request")
 	events.Icon = "mdi:message-badge"
 	events.StateTopic = t.event
@@ -165,7 +170,7 @@ func (d *Daemon) discoveryPayload(voices []string) ([]byte, error) {
 	lastErr.JSONAttributesTemplate = lastErrorAttrsTemplate
 
 	cmps := map[string]haComponent{"say": say, "volume": volume, "stop": stop, "state": state, "queue": queue,
-		"request": events, "last_error": lastErr}
+		"request": events, "last_error": lastErr, "voices_reload": reload}
 	if d.opts.Cache != nil {
 		// The state carries a cache object only with a cache; the
 		// templates assume it.

@@ -43,14 +43,15 @@ func TestDiscoveryPayload(t *testing.T) {
 
 	cmps := obj(doc, "cmps")
 	want := map[string]struct{ platform, command, template string }{
-		"request":    {"event", "", eventTemplate},
-		"last_error": {"sensor", "", lastErrorTemplate},
-		"say":        {"notify", "mynah/test/say", ""},
-		"voice":      {"select", "mynah/test/voice/set", "{{ value_json.voice }}"},
-		"volume":     {"number", "mynah/test/volume/set", "{{ (value_json.volume * 100) | round(0) }}"},
-		"stop":       {"button", "mynah/test/stop", ""},
-		"state":      {"sensor", "", "{{ value_json.state }}"},
-		"queue":      {"sensor", "", "{{ value_json.queue }}"},
+		"request":       {"event", "", eventTemplate},
+		"last_error":    {"sensor", "", lastErrorTemplate},
+		"voices_reload": {"button", "mynah/test/voices/reload", ""},
+		"say":           {"notify", "mynah/test/say", ""},
+		"voice":         {"select", "mynah/test/voice/set", "{{ value_json.voice }}"},
+		"volume":        {"number", "mynah/test/volume/set", "{{ (value_json.volume * 100) | round(0) }}"},
+		"stop":          {"button", "mynah/test/stop", ""},
+		"state":         {"sensor", "", "{{ value_json.state }}"},
+		"queue":         {"sensor", "", "{{ value_json.queue }}"},
 	}
 	if len(cmps) != len(want)+len(optionalComponents)-1 { // voice is in both
 		t.Errorf("%d components, want %d", len(cmps), len(want)+len(optionalComponents)-1)
@@ -193,8 +194,53 @@ func TestSubscriptions(t *testing.T) {
 	h := newHarness(t, nil).start()
 	want := []string{"mynah/test/say", "mynah/test/u/+/say", "mynah/test/stop", "mynah/test/volume/set",
 		"mynah/test/voice/set", "mynah/test/cache/purge", "mynah/test/speaker/enroll", "mynah/test/speaker/forget",
-		"mynah/test/u/+/speaker/enroll", "mynah/test/u/+/speaker/forget", "homeassistant/status"}
+		"mynah/test/u/+/speaker/enroll", "mynah/test/u/+/speaker/forget", "mynah/test/voices/reload", "homeassistant/status"}
 	if !slices.Equal(h.tr.filters, want) {
 		t.Errorf("filters %v, want %v", h.tr.filters, want)
+	}
+}
+
+// voices/reload (and ReloadVoices, which mynahd's directory watch calls)
+// rereads the voices: a new one is offered in the select and the state,
+// usable at once; one chosen with voice/set that is gone falls back to the
+// default voice.
+func TestVoicesReload(t *testing.T) {
+	h := newHarness(t, nil)
+	var mu sync.Mutex
+	voices := []string{"alice", "bob"}
+	h.eng.fake.VoicesFunc = func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(voices) }
+	h.eng.fake.ReloadFunc = func() (VoiceChanges, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		voices = []string{"alice", "carol"}
+		return VoiceChanges{Added: []string{"carol"}, Removed: []string{"bob"}}, nil
+	}
+	h.start()
+	waitFor(t, "discovery at start", func() bool { return len(h.tr.on(discoveryTopic)) == 1 })
+	h.send("voice/set", "bob")
+	waitFor(t, "voice/set bob", func() bool { return h.d.Snapshot().Voice == "bob" })
+
+	h.send("voices/reload", "")
+	e := h.waitCommand(cmdReload, EventDone)
+	if e.Voices == nil || !slices.Equal(e.Voices.Added, []string{"carol"}) || !slices.Equal(e.Voices.Removed, []string{"bob"}) {
+		t.Errorf("done event %+v", e)
+	}
+	waitFor(t, "new discovery", func() bool { return len(h.tr.on(discoveryTopic)) == 2 })
+	msgs := h.tr.on(discoveryTopic)
+	var doc haDiscovery
+	if err := json.Unmarshal(msgs[len(msgs)-1].payload, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Components["voice"].Options; !slices.Equal(got, []string{"alice", "carol"}) {
+		t.Errorf("voice options %v after the reload", got)
+	}
+	if s := h.d.Snapshot(); !slices.Equal(s.Voices, []string{"alice", "carol"}) || s.Voice != "" {
+		t.Errorf("state voices %v, voice %q: want the new list and the default voice", s.Voices, s.Voice)
+	}
+	h.send("say", `{"id":"c","text":"x","voice":"carol"}`)
+	h.waitEvent("c", EventFinished)
+	h.send("say", `{"id":"b","text":"x","voice":"bob"}`)
+	if e := h.waitEvent("b", EventFailed); e.Reason != ReasonUnknownVoice {
+		t.Errorf("say in a removed voice: %+v", e)
 	}
 }

@@ -60,6 +60,8 @@ type Event struct {
 	// Speaker names the speaker of a speaker/enroll, speaker/forget or
 	// evicted event.
 	Speaker string `json:"speaker,omitempty"`
+	// Voices is what a done voices/reload found.
+	Voices *VoiceChanges `json:"voices,omitempty"`
 	// Scope and Removed describe a done cache/purge.
 	Scope   string    `json:"scope,omitempty"`
 	Removed *int      `json:"removed,omitempty"`
@@ -86,9 +88,12 @@ const (
 // State is the retained JSON on mynah/<node>/state, published on every
 // change and every Options.StateInterval.
 type State struct {
-	State    string   `json:"state"` // idle or speaking
-	Queue    int      `json:"queue"` // requests waiting, not counting the one playing
-	Voice    string   `json:"voice"` // the default voice ("" = the engine's)
+	State string `json:"state"` // idle or speaking
+	Queue int    `json:"queue"` // requests waiting, not counting the one playing
+	Voice string `json:"voice"` // the default voice ("" = the engine's)
+	// Voices are the voices a request may name, as the voice select
+	// offers them.
+	Voices   []string `json:"voices"`
 	Volume   float64  `json:"volume"`
 	Counters Counters `json:"counters"`
 	// Cache is the phrase cache's figures; absent without a cache.

@@ -55,9 +55,17 @@ type fakeEngine struct {
 	VoicesFunc     func() []string
 	SpeakFunc      func(ctx context.Context, s Speech, emit func(Chunk) error) error
 	CheckVoiceFunc func(ctx context.Context, name string) error
+	// ReloadFunc nil: the voices are only listed again.
+	ReloadFunc func() (VoiceChanges, error)
 }
 
 func (f *fakeEngine) Voices() []string { return f.VoicesFunc() }
+func (f *fakeEngine) ReloadVoices() (VoiceChanges, error) {
+	if f.ReloadFunc == nil {
+		return VoiceChanges{}, nil
+	}
+	return f.ReloadFunc()
+}
 func (f *fakeEngine) Speak(ctx context.Context, s Speech, emit func(Chunk) error) error {
 	return f.SpeakFunc(ctx, s, emit)
 }
@@ -76,9 +84,10 @@ func (f *fakeSink) Drain(ctx context.Context) error              { return f.Drai
 func (f *fakeSink) Abort() error                                 { return f.AbortFunc() }
 
 var (
-	_ Transport = (*fakeTransport)(nil)
-	_ Engine    = (*fakeEngine)(nil)
-	_ Sink      = (*fakeSink)(nil)
+	_ VoiceReloader = (*fakeEngine)(nil)
+	_ Transport     = (*fakeTransport)(nil)
+	_ Engine        = (*fakeEngine)(nil)
+	_ Sink          = (*fakeSink)(nil)
 )
 
 // fakeClock only moves when a test or a fake moves it, so that every
@@ -461,6 +470,22 @@ func (h *harness) waitEvent(id, state string) Event {
 	waitFor(h.t, "event "+state+" for "+id, func() bool {
 		for _, e := range h.events() {
 			if e.ID == id && e.State == state {
+				found = e
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// waitCommand waits for an event of a control command (no id).
+func (h *harness) waitCommand(command, state string) Event {
+	h.t.Helper()
+	var found Event
+	waitFor(h.t, "event "+state+" for "+command, func() bool {
+		for _, e := range h.events() {
+			if e.Command == command && e.State == state {
 				found = e
 				return true
 			}

@@ -83,6 +83,18 @@ type Engine interface {
 	CheckVoice(ctx context.Context, name string) error
 }
 
+// VoiceChanges is what a reread of the engine's voices found.
+type VoiceChanges = speech.VoiceChanges
+
+// VoiceReloader is an Engine whose voices can change while the daemon
+// runs (a voice copied into its directory, replaced or removed):
+// ReloadVoices rereads them, offers the new ones and lets go of the
+// changed and removed ones. The daemon calls it on voices/reload and on
+// ReloadVoices; an Engine without it only has its Voices asked again.
+type VoiceReloader interface {
+	ReloadVoices() (VoiceChanges, error)
+}
+
 // Sink plays audio. Abort must make a blocked Write return at once.
 type Sink interface {
 	Write(ctx context.Context, p audio.PCM) error

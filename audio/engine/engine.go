@@ -60,6 +60,8 @@ type Engine struct {
 	// keeper gives memory back after speech (keeper.go), when
 	// Options.ReleaseMemory is set.
 	keeper *memoryKeeper
+	// set is what the voices directory held at the last look (reload.go).
+	set voiceSet
 }
 
 // Options configures an Engine. Runtime and Dir are required.
@@ -138,6 +140,11 @@ func Open(o *Options) (*Engine, error) {
 		vs.cpu = cpuclass.Host()
 	}
 	sc := o.Sessions
+	paths, err := vs.scan()
+	if err != nil {
+		return nil, fmt.Errorf("voices.dir: %w", err)
+	}
+	vs.initVoiceSet(paths)
 	names := vs.Voices()
 	if len(names) == 0 {
 		return nil, fmt.Errorf("no voices in %s (a voice is a directory with NAME.onnx and NAME.onnx.json)", o.Dir)
@@ -184,9 +191,16 @@ func (vs *Engine) synthesizing() (done func()) {
 	return vs.keeper.begin()
 }
 
-// Voices lists the installed voices by name, sorted.
+// Voices lists the installed voices by name, sorted: those in the
+// directory, less those ReloadVoices found with a config that does not
+// read.
 func (vs *Engine) Voices() []string {
 	names, _ := vs.scan()
+	vs.set.mu.Lock()
+	for name := range vs.set.rejected {
+		delete(names, name)
+	}
+	vs.set.mu.Unlock()
 	return slices.Sorted(maps.Keys(names))
 }
 

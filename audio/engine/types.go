@@ -10,6 +10,8 @@ type (
 	Chunk       = speech.Chunk
 	Enrollment  = speech.Enrollment
 	SpeakerInfo = speech.SpeakerInfo
+	// VoiceChanges is what ReloadVoices found.
+	VoiceChanges = speech.VoiceChanges
 )
 
 // Errors of the engine. They carry the reason mynahd's events report them

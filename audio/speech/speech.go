@@ -68,3 +68,18 @@ type SpeakerInfo struct {
 	Voice   string    `json:"voice,omitempty"`
 	Created time.Time `json:"created"`
 }
+
+// VoiceChanges is what a reread of the installed voices found, by name.
+type VoiceChanges struct {
+	Added   []string `json:"added,omitempty"`
+	Changed []string `json:"changed,omitempty"` // files replaced: the next use loads the new ones
+	Removed []string `json:"removed,omitempty"`
+	// Rejected are new or changed voices whose config does not read: not
+	// offered until they are fixed. Values say why.
+	Rejected map[string]string `json:"rejected,omitempty"`
+}
+
+// Any reports whether anything changed.
+func (c VoiceChanges) Any() bool {
+	return len(c.Added)+len(c.Changed)+len(c.Removed)+len(c.Rejected) > 0
+}

@@ -129,6 +129,14 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 		return err
 	}
 	st.report(d, cfg)
+	if cfg.Voices.Watch {
+		watching, err := watchVoices(ctx, cfg.Voices.Dir, voicesQuiet, d.ReloadVoices, log.With("component", "voices"))
+		if err != nil {
+			log.Warn("voices.dir is not watched: new voices need voices/reload or a restart", "dir", cfg.Voices.Dir, "err", err)
+		} else {
+			defer func() { <-watching }()
+		}
+	}
 
 	if err := notify.Ready(); err != nil {
 		log.Warn("sd_notify READY", "err", err)

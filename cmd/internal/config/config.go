@@ -154,6 +154,11 @@ type Voices struct {
 	Precision string `yaml:"precision"`
 	// Precisions overrides Precision per voice name. Default none.
 	Precisions map[string]string `yaml:"precisions"`
+	// Watch rereads the voices when Dir changes, as a voice is copied in,
+	// replaced or removed (after the directory has been quiet for 2 s):
+	// new ones are offered, changed ones loaded anew on their next use.
+	// Default true; false leaves it to mynah/<node>/voices/reload.
+	Watch bool `yaml:"watch"`
 }
 
 // Sessions is the voices.sessions section: loaded voices (ONNX
@@ -313,6 +318,7 @@ func Default() Config {
 			Dir:        "/var/lib/mynah/voices",
 			Precision:  "auto",
 			Precisions: map[string]string{},
+			Watch:      true,
 			Sessions: Sessions{
 				MaxCount:      engine.DefaultMaxSessions,
 				Preload:       []string{},
