@@ -8,7 +8,7 @@ export CGO_ENABLED := 1
 VOICE_DIR ?= var/voices/mynah-demo
 GREETING  ?= Hello! I am mynah. I speak offline, with a voice this project built itself.
 
-.PHONY: all setup build run say install test test-arm64 bench fuzz demo-voice vet clean
+.PHONY: all setup build run say install test test-arm64 bench bench-peer fuzz demo-voice vet clean
 
 all: build
 
@@ -68,9 +68,17 @@ vet:
 	$(GO) vet ./...
 	$(GO) vet -tags purego ./audio/
 
-# bench: Go benchmarks of every package, printed as one table.
+# bench: Go benchmarks of every package, printed as one table, then the
+# peer benchmark where it can run (linux x64).
 bench: setup
 	scripts/bench.sh
+	scripts/bench-peer.sh --optional
+
+# bench-peer: mynah against sherpa-onnx (npm sherpa-onnx-node, which brings
+# its own ONNX Runtime) on the same Piper-contract models, one table per
+# model; installs sherpa-onnx into .peer/ on first use. Linux x64 only.
+bench-peer: setup
+	scripts/bench-peer.sh
 
 # fuzz: each fuzz target for FUZZTIME (default 30s).
 FUZZTIME ?= 30s

@@ -1,0 +1,80 @@
+package peer_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/mynah-tts/mynah/audio/engine"
+	"github.com/mynah-tts/mynah/audio/voice"
+	"github.com/mynah-tts/mynah/audio/voice/peer"
+	"github.com/mynah-tts/mynah/quant/ort"
+)
+
+// Environment of the mynah worker.
+const (
+	voicesEnv = "MYNAH_PEER_VOICES" // the voices directory
+	voiceEnv  = "MYNAH_PEER_VOICE"  // the voice to load from it
+)
+
+// mynahWorker is the benchmark's mynah side: the voice opened the way
+// mynahd opens it (engine.Open, then Preload loading the default voice
+// through voice.LoadPiper and quant/ort) with onnx.provider cpu and
+// onnx.threads 1, and each sentence spoken through engine.Speak with the
+// phrase cache off.
+func mynahWorker() error {
+	dir, name := os.Getenv(voicesEnv), os.Getenv(voiceEnv)
+	fail := func(err error) error {
+		peer.WriteLine(os.Stdout, peer.Ready{Error: err.Error()})
+		return err
+	}
+	rt, err := ort.Open(nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer rt.Close()
+	base, err := selfRSS()
+	if err != nil {
+		return fail(err)
+	}
+	ctx := context.Background()
+	start := time.Now()
+	eng, err := engine.Open(&engine.Options{
+		Runtime: rt, Dir: dir, Default: name,
+		Piper: &voice.PiperOptions{Session: &ort.SessionOptions{Provider: ort.ProviderCPU, IntraOpThreads: 1}},
+	})
+	if err != nil {
+		return fail(err)
+	}
+	defer eng.Close()
+	info, err := eng.Preload(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	load := time.Since(start)
+	if err := peer.WriteLine(os.Stdout, peer.Ready{
+		Ready: true, Runtime: "mynah (onnx runtime " + rt.Version() + ")", LoadMS: ms(load),
+		SampleRate: info.SampleRate, BaseRSSKB: base,
+	}); err != nil {
+		return err
+	}
+	return peer.Serve(os.Stdin, os.Stdout, func(text string) (int, error) {
+		frames := 0
+		err := eng.Speak(ctx, engine.Request{Text: text, NoCache: true}, func(c engine.Chunk) error {
+			frames += c.PCM.Frames()
+			return nil
+		})
+		return frames, err
+	})
+}
+
+func selfRSS() (int64, error) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, fmt.Errorf("rss: %w", err)
+	}
+	return peer.StatusKB(status, "VmRSS")
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
