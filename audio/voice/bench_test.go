@@ -77,7 +77,7 @@ func BenchmarkRSS(b *testing.B) {
 }
 
 // procStatusMB reads a kB field of /proc/self/status in MB.
-func procStatusMB(b *testing.B, field string) float64 {
+func procStatusMB(b testing.TB, field string) float64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		b.Fatal(err)

@@ -1,0 +1,247 @@
+package voice_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
+	"github.com/mynah-tts/mynah/audio/voice"
+	"github.com/mynah-tts/mynah/quant/benchmodel"
+	"github.com/mynah-tts/mynah/quant/ort"
+)
+
+var (
+	mediumOnce sync.Once
+	mediumDir  string
+	mediumErr  error
+)
+
+// mediumVoice writes quant/benchmodel's Piper-medium-shaped model (15 M
+// parameters, about 60 MB) as a Piper voice, once per test binary: the
+// size of the voices users run, which the demo voice is not.
+func mediumVoice(tb testing.TB) string {
+	tb.Helper()
+	mediumOnce.Do(func() {
+		mediumDir, mediumErr = os.MkdirTemp("", "mynah-medium-voice-")
+		if mediumErr != nil {
+			return
+		}
+		var model, cfg []byte
+		if model, mediumErr = benchmodel.PiperMedium(nil); mediumErr != nil {
+			return
+		}
+		cfg, mediumErr = json.Marshal(map[string]any{
+			"audio": map[string]any{"sample_rate": benchmodel.SampleRate}, "espeak": map[string]any{"voice": "en-us"},
+			"phoneme_type": "espeak", "num_speakers": 1, "phoneme_id_map": benchmodel.PhonemeIDMap(),
+		})
+		if mediumErr != nil {
+			return
+		}
+		path := filepath.Join(mediumDir, "medium.onnx")
+		if mediumErr = os.WriteFile(path, model, 0o644); mediumErr == nil {
+			mediumErr = os.WriteFile(path+".json", cfg, 0o644)
+		}
+	})
+	if mediumErr != nil {
+		tb.Fatalf("medium voice: %v", mediumErr)
+	}
+	return mediumDir
+}
+
+// benchVoices are the two voices the load and synthesis benchmarks run:
+// the demo voice and the 15 M-parameter one.
+func benchVoices(tb testing.TB) []struct{ name, dir string } {
+	return []struct{ name, dir string }{{"demo", demoVoice(tb)}, {"medium-15M", mediumVoice(tb)}}
+}
+
+// oneThread is how the peer comparison (issue 15) runs both engines.
+func oneThread() *ort.SessionOptions {
+	return &ort.SessionOptions{IntraOpThreads: 1, Provider: ort.ProviderCPU}
+}
+
+// BenchmarkLoadPiper loads a voice (file read, check in Go, ONNX Runtime
+// session) and closes it, on one thread, in this process: the session
+// cache's cold load. BenchmarkLoadProcess has the memory figures.
+func BenchmarkLoadPiper(b *testing.B) {
+	rt := enginetest.OpenRuntime(b)
+	for _, v := range benchVoices(b) {
+		b.Run(v.name, func(b *testing.B) {
+			// The first load pays ONNX Runtime's and espeak-ng's one-off
+			// costs; the page cache holds the file for every load after.
+			p, err := voice.LoadPiper(rt, v.dir, &voice.PiperOptions{Session: oneThread()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				p, err := voice.LoadPiper(rt, v.dir, &voice.PiperOptions{Session: oneThread()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.Close()
+			}
+		})
+	}
+}
+
+// loadProcessEnv names the voice TestLoadProcess loads, when set.
+const loadProcessEnv = "MYNAH_TEST_LOAD_PROCESS"
+
+// BenchmarkLoadProcess starts a fresh process (this test binary, running
+// TestLoadProcess) that opens ONNX Runtime, loads a voice on one thread
+// and speaks one sentence, as the peer comparison of issue 15 runs each
+// engine, and reports medians of: the process's start to the loaded voice
+// (ready-ms), its peak resident memory then (load-peak-MB), the peak
+// after the sentence (peak-MB), and the resident memory once the Go heap
+// has given back what it can (idle-MB; ONNX Runtime's C heap stays as
+// glibc left it, which mynahd trims after speech).
+func BenchmarkLoadProcess(b *testing.B) {
+	for _, v := range benchVoices(b) {
+		b.Run(v.name, func(b *testing.B) {
+			var ready, loadPeak, peak, idle []float64
+			for b.Loop() {
+				r, ms := runLoadProcess(b, v.dir)
+				ready = append(ready, ms)
+				loadPeak = append(loadPeak, r.LoadPeakMB)
+				peak = append(peak, r.PeakMB)
+				idle = append(idle, r.IdleMB)
+			}
+			b.ReportMetric(medianOf(ready), "ready-ms")
+			b.ReportMetric(medianOf(loadPeak), "load-peak-MB")
+			b.ReportMetric(medianOf(peak), "peak-MB")
+			b.ReportMetric(medianOf(idle), "idle-MB")
+		})
+	}
+}
+
+// runLoadProcess runs TestLoadProcess on the voice in dir and returns its
+// report and the milliseconds from starting it to its line saying the
+// voice is loaded.
+func runLoadProcess(b *testing.B, dir string) (loadReport, float64) {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLoadProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), loadProcessEnv+"="+dir)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	var r loadReport
+	var ready time.Duration
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "load-ready" {
+			ready = time.Since(start)
+		}
+		if js, ok := strings.CutPrefix(line, "load-report "); ok {
+			if err := json.Unmarshal([]byte(js), &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil || ready == 0 || r.PeakMB == 0 {
+		b.Fatalf("load process: %v (ready after %v, report %+v)", err, ready, r)
+	}
+	return r, float64(ready.Microseconds()) / 1000
+}
+
+// loadReport is what TestLoadProcess prints for BenchmarkLoadProcess.
+type loadReport struct {
+	LoadPeakMB, PeakMB, IdleMB float64
+}
+
+// TestLoadProcess is BenchmarkLoadProcess's child; without its variable
+// it has nothing to do.
+func TestLoadProcess(t *testing.T) {
+	dir := os.Getenv(loadProcessEnv)
+	if dir == "" {
+		return
+	}
+	rt, err := ort.Open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	p, err := voice.LoadPiper(rt, dir, &voice.PiperOptions{Session: oneThread()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	fmt.Println("load-ready")
+	var r loadReport
+	r.LoadPeakMB = procStatusMB(t, "VmHWM")
+	err = p.Synthesize(context.Background(), voice.Request{Text: "The washing machine has finished, and the laundry is ready."},
+		func(voice.Chunk) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.PeakMB = procStatusMB(t, "VmHWM")
+	runtime.GC()
+	debug.FreeOSMemory()
+	r.IdleMB = procStatusMB(t, "VmRSS")
+	js, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("load-report %s\n", js)
+}
+
+// BenchmarkSynthesizeOneThread speaks one sentence of about 4 s with each
+// voice on one thread, as the peer comparison does, and reports the
+// real-time factor and the process's peak resident memory.
+func BenchmarkSynthesizeOneThread(b *testing.B) {
+	rt := enginetest.OpenRuntime(b)
+	req := voice.Request{Text: "The washing machine has finished, and the laundry is ready to be hung up outside."}
+	for _, v := range benchVoices(b) {
+		b.Run(v.name, func(b *testing.B) {
+			p, err := voice.LoadPiper(rt, v.dir, &voice.PiperOptions{Session: oneThread()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			var audioDur, synth time.Duration
+			speak := func() {
+				start := time.Now()
+				err := p.Synthesize(context.Background(), req, func(c voice.Chunk) error {
+					audioDur += c.PCM.Duration()
+					return nil
+				})
+				synth += time.Since(start)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			speak() // first run: ONNX Runtime plans the graph's memory
+			audioDur, synth = 0, 0
+			b.ReportAllocs()
+			for b.Loop() {
+				speak()
+			}
+			b.ReportMetric(synth.Seconds()/audioDur.Seconds(), "rtf")
+		})
+	}
+}
+
+func medianOf(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
