@@ -4,7 +4,7 @@
 // It finds the library (FindLibrary), loads it once per process (Open,
 // reference-counted), creates sessions from model bytes with a chosen
 // execution provider and a CPU fallback (Runtime.NewSession), reports each
-// model's inputs, outputs and metadata as ONNX Runtime reads them, and runs
+// model's inputs and outputs (read from its protobuf) and metadata, and runs
 // models on plain Go slices (Session.Run). No onnxruntime_go or C type
 // appears in its API.
 //

@@ -104,10 +104,10 @@ func releaseLibrary() error {
 	return onnx.DestroyEnvironment()
 }
 
-// modelIO asks ONNX Runtime for the model's inputs and outputs.
-// onnxruntime_go offers this only through a temporary CPU session, so a model
-// is parsed twice at load; the price is measured by BenchmarkNewSession.
-func modelIO(model []byte) (inputs, outputs []TensorInfo, err error) {
+// ortModelIO asks ONNX Runtime for the model's inputs and outputs, which
+// onnxruntime_go offers only through a temporary CPU session: the model is
+// parsed twice. modelIO does it only when the file cannot tell.
+func ortModelIO(model []byte) (inputs, outputs []TensorInfo, err error) {
 	in, out, err := onnx.GetInputOutputInfoWithONNXData(model)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s", ErrInvalidModel, ortMessage(err))
@@ -128,7 +128,7 @@ func convertInfos(kind string, list []onnx.InputOutputInfo) ([]TensorInfo, error
 			return nil, fmt.Errorf("%s %q is a %s, only tensors are supported: %w",
 				kind, info.Name, info.OrtValueType, ErrUnsupportedModel)
 		}
-		t, ok := elementTypes[info.DataType]
+		t, ok := onnxElementTypes[int32(info.DataType)]
 		if !ok {
 			return nil, fmt.Errorf("%s %q has element type %s, which has no Tensor field: %w",
 				kind, info.Name, info.DataType, ErrUnsupportedModel)
@@ -136,17 +136,6 @@ func convertInfos(kind string, list []onnx.InputOutputInfo) ([]TensorInfo, error
 		out[i] = TensorInfo{Name: info.Name, Type: t, Dims: append([]int64{}, info.Dimensions...)}
 	}
 	return out, nil
-}
-
-var elementTypes = map[onnx.TensorElementDataType]ElementType{
-	onnx.TensorElementDataTypeFloat:   Float32,
-	onnx.TensorElementDataTypeFloat16: Float16,
-	onnx.TensorElementDataTypeDouble:  Float64,
-	onnx.TensorElementDataTypeInt64:   Int64,
-	onnx.TensorElementDataTypeInt32:   Int32,
-	onnx.TensorElementDataTypeInt8:    Int8,
-	onnx.TensorElementDataTypeUint8:   Uint8,
-	onnx.TensorElementDataTypeBool:    Bool,
 }
 
 var graphLevels = map[GraphOptimization]onnx.GraphOptimizationLevel{

@@ -215,14 +215,6 @@ func TestSessionIntrospection(t *testing.T) {
 	}
 }
 
-func infoString(list []TensorInfo) string {
-	s := make([]string, len(list))
-	for i, t := range list {
-		s[i] = t.String()
-	}
-	return strings.Join(s, " ")
-}
-
 func TestMetadata(t *testing.T) {
 	rt := openRuntime(t, nil)
 	got := newSession(t, rt, matMulModel(), nil).Metadata()

@@ -14,7 +14,7 @@ func loadLibrary(string) (string, error) { return "", ErrUnsupported }
 
 func releaseLibrary() error { return nil }
 
-func modelIO([]byte) ([]TensorInfo, []TensorInfo, error) { return nil, nil, ErrUnsupported }
+func ortModelIO([]byte) ([]TensorInfo, []TensorInfo, error) { return nil, nil, ErrUnsupported }
 
 func newBackendSession([]byte, []TensorInfo, []TensorInfo, SessionOptions, Provider) (*backendSession, error) {
 	return nil, ErrUnsupported

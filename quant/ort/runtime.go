@@ -128,7 +128,9 @@ func (r *Runtime) NewSessionFromFile(path string, opts *SessionOptions) (*Sessio
 }
 
 // NewSession creates a session from an ONNX model held in memory. The bytes
-// are not kept. Inputs and outputs are read from the model by ONNX Runtime.
+// are not kept: the caller may drop them once it returns. Inputs and
+// outputs are read from the model's protobuf in Go (Session.Outputs says
+// how that can differ from ONNX Runtime's view).
 //
 // The model is handed to ONNX Runtime, whose parser runs in C++: a hostile
 // or corrupt file can crash the process. Check size, digest and structure in

@@ -30,7 +30,11 @@ func (s *Session) Provider() Provider { return s.provider }
 // them (initializers are not inputs).
 func (s *Session) Inputs() []TensorInfo { return cloneInfos(s.inputs) }
 
-// Outputs describes the model's outputs in model order.
+// Outputs describes the model's outputs in model order, with the dims the
+// file declares: a dimension it leaves open is -1 even where ONNX
+// Runtime's shape inference could fix it (an output of undeclared rank,
+// or a float16 one with an open dimension, is reported as ONNX Runtime
+// infers it, because Run needs that).
 func (s *Session) Outputs() []TensorInfo { return cloneInfos(s.outputs) }
 
 // Metadata is the model's custom metadata (metadata_props); empty if none.

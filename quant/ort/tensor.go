@@ -36,7 +36,7 @@ func (e ElementType) String() string {
 	return "ElementType(" + strconv.Itoa(int(e)) + ")"
 }
 
-// TensorInfo describes one model input or output as ONNX Runtime reports it.
+// TensorInfo describes one model input or output (Session.Inputs, Outputs).
 type TensorInfo struct {
 	Name string
 	Type ElementType
