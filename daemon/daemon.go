@@ -238,6 +238,10 @@ func (d *Daemon) Snapshot() State {
 		w := d.opts.Wyoming()
 		s.Wyoming = &w
 	}
+	if d.opts.Audio != nil {
+		a := d.opts.Audio()
+		s.Audio = &a
+	}
 	s.Time = d.now()
 	return s
 }

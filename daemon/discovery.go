@@ -67,6 +67,7 @@ const (
 		`"redelivered": {{ value_json.redelivered | default(false) | to_json }}}` +
 		`{% else %}{}{% endif %}`
 	lastErrorTemplate      = `{{ value_json.last_error.reason if value_json.last_error is defined else 'none' }}`
+	audioProblemTemplate   = `{{ 'ON' if value_json.audio is defined and not value_json.audio.available else 'OFF' }}`
 	lastErrorAttrsTemplate = `{{ value_json.last_error | default({}) | to_json }}`
 )
 
@@ -78,7 +79,7 @@ var haEventTypes = []string{EventFinished, EventFailed, EventDropped}
 // with voices, by key and platform: removed with a stub when absent.
 var optionalComponents = map[string]string{
 	"cache_hit_ratio": "sensor", "cache_size": "sensor", "cache_entries": "sensor",
-	"cache_purge": "button", "voice": "select",
+	"cache_purge": "button", "voice": "select", "audio": "binary_sensor",
 }
 
 type haDiscovery struct {
@@ -204,6 +205,15 @@ func (d *Daemon) discoveryPayload(voices []string) ([]byte, error) {
 		purge.PayloadPress = "phrases"
 
 		cmps["cache_hit_ratio"], cmps["cache_size"], cmps["cache_entries"], cmps["cache_purge"] = ratio, size, entries, purge
+	}
+	if d.opts.Audio != nil {
+		// A device that can go away (not a file, not null).
+		problem := cmp("binary_sensor", "audio", "Audio device")
+		problem.DeviceClass = "problem"
+		problem.EntityCategory = "diagnostic"
+		problem.StateTopic = t.state
+		problem.ValueTemplate = audioProblemTemplate
+		cmps["audio"] = problem
 	}
 	// A select needs at least one option; without voices there is nothing
 	// to choose.

@@ -53,7 +53,10 @@ func TestDiscoveryMatchesHomeAssistantSchema(t *testing.T) {
 		modify func(*Options)
 		voices []string
 	}{
-		{"full", func(o *Options) { o.Cache = &c.fake }, []string{"alice", "bob"}},
+		{"full", func(o *Options) {
+			o.Cache = &c.fake
+			o.Audio = func() AudioStatus { return AudioStatus{Available: true} }
+		}, []string{"alice", "bob"}},
 		{"bare", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

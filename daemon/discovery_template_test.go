@@ -61,6 +61,10 @@ func TestDiscoveryTemplatesRender(t *testing.T) {
 		b, _ := json.Marshal(State{State: "idle", LastError: le})
 		return string(b)
 	}
+	audioState := func(a *AudioStatus) string {
+		b, _ := json.Marshal(State{State: "idle", Audio: a})
+		return string(b)
+	}
 	fin := event(Event{ID: "k1", State: EventFinished, LatencyMS: millis(80 * time.Millisecond), Cache: CacheHit})
 	failed := event(Event{ID: "k2", State: EventFailed, Reason: ReasonInvalidJSON, Error: `"Küche" {not json`})
 	resent := event(Event{ID: "k3", State: EventDropped, Reason: ReasonExpired, Redelivered: true})
@@ -72,6 +76,8 @@ func TestDiscoveryTemplatesRender(t *testing.T) {
 		{eventTemplate, fin}, {eventTemplate, failed}, {eventTemplate, resent}, {eventTemplate, queued}, {eventTemplate, warning},
 		{lastErrorTemplate, state(nil)}, {lastErrorTemplate, state(le)},
 		{lastErrorAttrsTemplate, state(nil)}, {lastErrorAttrsTemplate, state(le)},
+		{audioProblemTemplate, audioState(nil)}, {audioProblemTemplate, audioState(&AudioStatus{Available: true})},
+		{audioProblemTemplate, audioState(&AudioStatus{Error: "no such device"})},
 	})
 
 	// Home Assistant's event entity: a JSON object with event_type among
@@ -102,6 +108,9 @@ func TestDiscoveryTemplatesRender(t *testing.T) {
 	}
 	if got[5] != "none" || got[6] != ReasonAudio {
 		t.Errorf("last error sensor renders %q and %q, want none and %s", got[5], got[6], ReasonAudio)
+	}
+	if got[9] != "OFF" || got[10] != "OFF" || got[11] != "ON" {
+		t.Errorf("audio problem sensor renders %q %q %q, want OFF OFF ON", got[9], got[10], got[11])
 	}
 	var attrs map[string]any
 	if got[7] != "{}" || json.Unmarshal([]byte(got[8]), &attrs) != nil || attrs["error"] != "device gone" || attrs["id"] != "k5" {

@@ -113,13 +113,16 @@ func TestDiscoveryRemovesComponentsThatAreGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	for key, platform := range map[string]string{"voice": "select", "cache_hit_ratio": "sensor",
-		"cache_size": "sensor", "cache_entries": "sensor", "cache_purge": "button"} {
+		"cache_size": "sensor", "cache_entries": "sensor", "cache_purge": "button", "audio": "binary_sensor"} {
 		if c := doc.Cmps[key]; len(c) != 1 || c["p"] != platform {
 			t.Errorf("component %s = %v, want only {\"p\": %q}", key, c, platform)
 		}
 	}
 	c := newCacheRec()
-	h = newHarness(t, func(o *Options) { o.Cache = &c.fake })
+	h = newHarness(t, func(o *Options) {
+		o.Cache = &c.fake
+		o.Audio = func() AudioStatus { return AudioStatus{Available: true} }
+	})
 	if b, err = h.d.discoveryPayload([]string{"alice"}); err != nil {
 		t.Fatal(err)
 	}

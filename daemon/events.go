@@ -104,10 +104,20 @@ type State struct {
 	// Wyoming counts the requests of Home Assistant's Wyoming integration;
 	// absent when that server is off.
 	Wyoming *WyomingCounters `json:"wyoming,omitempty"`
+	// Audio says whether the audio device is there; absent when the
+	// sink cannot lose it (a file, null).
+	Audio *AudioStatus `json:"audio,omitempty"`
 	// LastError is the most recent failed event or warning since the
 	// daemon started; absent before the first.
 	LastError *LastError `json:"last_error,omitempty"`
 	Time      time.Time  `json:"time"`
+}
+
+// AudioStatus is the state's audio object.
+type AudioStatus struct {
+	Available bool      `json:"available"`
+	Error     string    `json:"error,omitempty"` // why not
+	Since     time.Time `json:"since"`
 }
 
 // LastError is the state's last_error object: what Home Assistant's

@@ -100,6 +100,9 @@ type Options struct {
 	// Wyoming, when set, reads the Wyoming server's counters for the
 	// state (mynahd's wyoming.listen).
 	Wyoming func() WyomingCounters
+	// Audio, when set, says whether the sink has its device, for the
+	// state's audio object (call AudioChanged when that changes).
+	Audio func() AudioStatus
 	// Speakers, when set, enrolls and forgets cloned speakers
 	// (speaker/enroll, speaker/forget). nil: those fail with
 	// not_supported.

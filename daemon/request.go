@@ -173,10 +173,13 @@ const (
 	// another process); speech goes on uncached. ReasonSpoolUnavailable:
 	// the spool cannot be written; commands are still spoken and
 	// acknowledged, but a crash loses those waiting.
+	// ReasonAudioUnavailable: the audio device is gone (or was not there
+	// at start); requests fail with reason audio until it is back.
 	ReasonCacheCorrupt     = "cache_corrupt"
 	ReasonSpoolCorrupt     = "spool_corrupt"
 	ReasonCacheUnavailable = "cache_unavailable"
 	ReasonSpoolUnavailable = "spool_unavailable"
+	ReasonAudioUnavailable = "audio_unavailable"
 )
 
 // DecodeError reports a payload DecodeSay or a control topic rejected.

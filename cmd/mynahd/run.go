@@ -56,7 +56,9 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 		return fmt.Errorf("load default voice: %w", err)
 	}
 
-	sink, err := openSink(cfg.Audio, def.SampleRate, log)
+	// The reopening sink's news reaches the daemon once there is one.
+	audioNews := make(chan struct{}, 1)
+	sink, device, err := openSink(cfg.Audio, def.SampleRate, func() { signalNews(audioNews) }, log)
 	if err != nil {
 		return err
 	}
@@ -124,11 +126,29 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 				Requests: st.Requests, Errors: st.Errors, CacheHits: st.CacheHits, AudioS: st.AudioOut.Seconds()}
 		}
 	}
+	if device != nil {
+		opts.Audio = func() daemon.AudioStatus { return audioStatus(device.Status()) }
+	}
 	d, err := daemon.New(opts)
 	if err != nil {
 		return err
 	}
 	st.report(d, cfg)
+	if device != nil {
+		if st := device.Status(); !st.Available {
+			d.AudioChanged(audioStatus(st))
+		}
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-audioNews:
+					d.AudioChanged(audioStatus(device.Status()))
+				}
+			}
+		}()
+	}
 	if cfg.Voices.Watch {
 		watching, err := watchVoices(ctx, cfg.Voices.Dir, voicesQuiet, d.ReloadVoices, log.With("component", "voices"))
 		if err != nil {
@@ -170,6 +190,21 @@ func silence(d time.Duration) time.Duration {
 	return d
 }
 
+func audioStatus(st audio.SinkStatus) daemon.AudioStatus {
+	a := daemon.AudioStatus{Available: st.Available, Since: st.Since}
+	if st.Err != nil {
+		a.Error = st.Err.Error()
+	}
+	return a
+}
+
+func signalNews(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
 // sink is what the daemon plays into, plus Close.
 type sink interface {
 	daemon.Sink
@@ -177,19 +212,36 @@ type sink interface {
 }
 
 // openSink opens audio.device: "" or a device name (PortAudio), "null"
-// (no sound), or "wav:PATH" (one WAV file with everything spoken). If a
-// device cannot be opened, audio.fallback decides: "" fails, "null" or
-// "wav:PATH" stands in.
-func openSink(c config.Audio, rate int, log *slog.Logger) (sink, error) {
-	s, err := openOutput(c.Device, c, rate, log)
-	if err == nil {
-		return s, nil
+// (no sound), or "wav:PATH" (one WAV file with everything spoken). A sound
+// card is held by an audio.ReopeningSink, returned too: when it fails (a
+// USB speaker unplugged) or is not there at start, mynahd keeps serving
+// and opens it again when it is back, failing requests with reason audio
+// meanwhile. Only with audio.fallback set does a card missing at start
+// give way to that stand-in ("null" or "wav:PATH") instead.
+func openSink(c config.Audio, rate int, onChange func(), log *slog.Logger) (sink, *audio.ReopeningSink, error) {
+	if c.Device == "null" || strings.HasPrefix(c.Device, "wav:") {
+		s, err := openOutput(c.Device, c, rate, log)
+		return s, nil, err
 	}
-	if c.Fallback == "" {
-		return nil, fmt.Errorf("audio device: %w (set audio.fallback to \"null\" or \"wav:PATH\" to run without one)", err)
+	first, err := openOutput(c.Device, c, rate, log)
+	if err != nil && c.Fallback != "" {
+		log.Warn("audio device unavailable, using the fallback", "err", err, "fallback", c.Fallback)
+		s, err := openOutput(c.Fallback, c, rate, log)
+		return s, nil, err
 	}
-	log.Warn("audio device unavailable, using the fallback", "err", err, "fallback", c.Fallback)
-	return openOutput(c.Fallback, c, rate, log)
+	rs, err := audio.NewReopeningSink(&audio.ReopenOptions{
+		Open: func() (audio.Sink, error) {
+			if first != nil {
+				s := first
+				first = nil
+				return s, nil
+			}
+			return openOutput(c.Device, c, rate, log)
+		},
+		OnChange: func(audio.SinkStatus) { onChange() },
+		Logger:   log.With("component", "audio"),
+	})
+	return rs, rs, err
 }
 
 func openOutput(spec string, c config.Audio, rate int, log *slog.Logger) (sink, error) {

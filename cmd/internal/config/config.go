@@ -230,10 +230,10 @@ type Audio struct {
 	// SentenceSilence is the pause between sentences; 0 means none.
 	// Default 200ms.
 	SentenceSilence time.Duration `yaml:"sentence_silence"`
-	// Fallback is what happens when the device cannot be opened: ""
-	// (default) is an error at start (systemd retries), "null" plays into
-	// nothing and keeps serving MQTT (events still report every request),
-	// "wav:PATH" writes the speech into a WAV file instead.
+	// Fallback is what happens when the device cannot be opened at start:
+	// "" (default) keeps serving and opens it once it is there (as after
+	// a device lost later: requests fail with reason audio meanwhile);
+	// "null" plays into nothing and "wav:PATH" into a WAV file instead.
 	Fallback string `yaml:"fallback"`
 }
 
