@@ -15,8 +15,13 @@ all: build
 setup:
 	scripts/setup.sh
 
+# VERSION is what mynahd -version, mynah version and Home Assistant's device
+# page show.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/mynah-tts/mynah/cmd/internal/version.stamped=$(VERSION)
+
 build:
-	$(GO) build -o bin/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
 demo-voice: build
 	@test -f $(VOICE_DIR)/mynah-demo.onnx || bin/mynah voice demo --out $(VOICE_DIR)
