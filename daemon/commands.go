@@ -118,6 +118,11 @@ func (d *Daemon) say(payload []byte, owner string, redelivered bool, ack func())
 		ack()
 		return
 	}
+	if err := d.checkChime(&r); err != nil {
+		d.emitFailed(r.ID, owner, "", ReasonBadField, err)
+		ack()
+		return
+	}
 	if !d.pushLocked(r, false) || r.spool == nil {
 		ack()
 		return

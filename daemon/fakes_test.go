@@ -336,6 +336,13 @@ func newSinkRec(clock *fakeClock) *sinkRec {
 	return s
 }
 
+// written returns a copy of the list of writes so far.
+func (s *sinkRec) written() []audio.PCM {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]audio.PCM(nil), s.writes...)
+}
+
 // block makes Writes wait; the returned func lets them all through.
 func (s *sinkRec) block() (release func()) {
 	s.mu.Lock()

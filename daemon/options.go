@@ -100,6 +100,13 @@ type Options struct {
 	// Wyoming, when set, reads the Wyoming server's counters for the
 	// state (mynahd's wyoming.listen).
 	Wyoming func() WyomingCounters
+	// Chimes, when set, are the chimes played before speech: the one a
+	// request names ("chime"), else the one PriorityChimes gives its
+	// priority.
+	Chimes Chimes
+	// PriorityChimes names the chime of each priority; a priority absent
+	// plays none unless the request asks for one.
+	PriorityChimes map[Priority]string
 	// Audio, when set, says whether the sink has its device, for the
 	// state's audio object (call AudioChanged when that changes).
 	Audio func() AudioStatus

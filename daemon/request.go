@@ -59,6 +59,11 @@ type Request struct {
 	Session string
 	// NoCache asks not to read or write the phrase cache ("cache": false).
 	NoCache bool
+	// Chime is the chime played before the speech: "" the one
+	// Options.PriorityChimes gives the priority, ChimeNone none
+	// ("chime": false), ChimeDefault the priority's or else DefaultChime
+	// ("chime": true), else a chime's name.
+	Chime string
 	// Owner is the household member from the topic mynah/<node>/u/<owner>/say;
 	// "" for mynah/<node>/say. DecodeSay never sets it.
 	Owner    string
@@ -323,6 +328,9 @@ func decodeFields(r *Request, f map[string]json.RawMessage, o *DecodeOptions) er
 	} else if ok {
 		r.NoCache = !b
 	}
+	if r.Chime, err = chimeField(f); err != nil {
+		return err
+	}
 	if v, ok, err := numberField(f, "volume", ReasonBadVolume); err != nil {
 		return err
 	} else if ok {
@@ -413,6 +421,29 @@ func nameField(f map[string]json.RawMessage, key string) (string, error) {
 		return "", &DecodeError{Reason: ReasonBadName, Field: key, Err: err}
 	}
 	return s, nil
+}
+
+// chimeField reads "chime": false (none), true (the default chime), or
+// a chime's name.
+func chimeField(f map[string]json.RawMessage) (string, error) {
+	v, ok := raw(f, "chime")
+	if !ok {
+		return "", nil
+	}
+	switch string(v) {
+	case "true":
+		return ChimeDefault, nil
+	case "false":
+		return ChimeNone, nil
+	}
+	if v[0] != '"' {
+		return "", decodeErr(ReasonBadField, "chime", "must be true, false or a chime's name, not %s", jsonKind(v))
+	}
+	name, err := nameField(f, "chime")
+	if name == "" && err == nil {
+		return "", decodeErr(ReasonBadField, "chime", "an empty name: use false for no chime")
+	}
+	return name, err
 }
 
 func boolField(f map[string]json.RawMessage, key string) (val, ok bool, err error) {

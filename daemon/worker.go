@@ -166,16 +166,33 @@ func (d *Daemon) stream(j *job, p *progress) error {
 		}
 		return nil
 	}
+	// The chime plays while the first sentence is synthesized.
+	chime := d.startChime(j.ctx, j)
+	chimed := false
+	waitChime := func() error {
+		if chimed {
+			return nil
+		}
+		chimed = true
+		return <-chime
+	}
 	// Busy while waiting for the engine: for the next sentence, or for it
 	// to return after a cut or an error.
 	d.busy()
 	defer d.idle()
-	return audio.Stream(j.ctx, speak, func(ctx context.Context, c Chunk) error {
+	err := audio.Stream(j.ctx, speak, func(ctx context.Context, c Chunk) error {
 		d.idle()
 		defer d.busy()
+		if err := waitChime(); err != nil {
+			return err
+		}
 		p.sentences++
 		return d.writeChunk(j, c, p)
 	})
+	if cerr := waitChime(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // cacheResult sums up where a finished request's sentences came from.

@@ -56,6 +56,10 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 		return fmt.Errorf("load default voice: %w", err)
 	}
 
+	chimes, chimeFor, err := loadChimes(cfg.Announce, def.SampleRate)
+	if err != nil {
+		return err
+	}
 	// The reopening sink's news reaches the daemon once there is one.
 	audioNews := make(chan struct{}, 1)
 	sink, device, err := openSink(cfg.Audio, def.SampleRate, func() { signalNews(audioNews) }, log)
@@ -101,6 +105,8 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 		DefaultTTL:      cfg.Queue.DefaultTTL,
 		DefaultVolume:   &vol,
 		DefaultVoice:    voices.Default(),
+		Chimes:          chimes,
+		PriorityChimes:  chimeFor,
 		Logger:          log.With("component", "daemon"),
 		Version:         version.String(),
 		// Markup alone is refused as empty at once, not queued to fail.

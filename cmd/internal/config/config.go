@@ -71,6 +71,8 @@ type Config struct {
 	// Wyoming serves Home Assistant's Wyoming integration: mynah as a
 	// local TTS engine (Assist, tts.speak).
 	Wyoming Wyoming `yaml:"wyoming"`
+	// Announce is the chimes played before speech.
+	Announce Announce `yaml:"announce"`
 
 	// WatchdogStall is how long one synthesis step or one audio write may
 	// block before mynahd stops its systemd watchdog pings (and systemd,
@@ -79,6 +81,20 @@ type Config struct {
 	WatchdogStall time.Duration `yaml:"watchdog_stall"`
 
 	Log Log `yaml:"log"`
+}
+
+// Announce is the announce section: a chime before the speech, as a
+// doorbell or an alarm panel has, decoded once at start and kept in memory.
+type Announce struct {
+	// Chimes are the chimes a request may name ("chime": "doorbell"), by
+	// name: a WAV file each (an absolute path; 16-bit PCM, at most
+	// MaxChimeSeconds). ding and two_tone are built in and always there.
+	// At most MaxChimes. Default none.
+	Chimes map[string]string `yaml:"chimes"`
+	// Priority is the chime played before the requests of a priority
+	// (low, normal, alert) that do not choose one ("chime": false plays
+	// none); a priority absent or "" has none. Default alert: two_tone.
+	Priority map[string]string `yaml:"priority"`
 }
 
 // Wyoming is the wyoming section.
@@ -327,8 +343,9 @@ func Default() Config {
 				CheckInterval: 30 * time.Second,
 			},
 		},
-		ONNX:    ONNX{Provider: string(ort.ProviderAuto)},
-		Wyoming: Wyoming{MaxConnections: 8, Zeroconf: true},
+		ONNX:     ONNX{Provider: string(ort.ProviderAuto)},
+		Wyoming:  Wyoming{MaxConnections: 8, Zeroconf: true},
+		Announce: Announce{Chimes: map[string]string{}, Priority: map[string]string{"alert": "two_tone"}},
 		Audio: Audio{
 			Volume:          1,
 			WriteTimeout:    2 * time.Second,

@@ -39,6 +39,13 @@ func TestValidate(t *testing.T) {
 		{"wyoming.listen", func(c *Config) { c.Wyoming.Listen = "bad host!:10200" }},
 		{"wyoming.max_connections", func(c *Config) { c.Wyoming.MaxConnections = 0 }},
 		{"wyoming.max_parallel", func(c *Config) { c.Wyoming.MaxParallel = 65 }},
+		{"announce.chimes.door", func(c *Config) { c.Announce.Chimes = map[string]string{"door": "door.wav"} }},
+		{"announce.chimes.door", func(c *Config) { c.Announce.Chimes = map[string]string{"door": "/etc/door.mp3"} }},
+		{"announce.chimes.ding", func(c *Config) { c.Announce.Chimes = map[string]string{"ding": "/etc/ding.wav"} }},
+		{"announce.chimes.none", func(c *Config) { c.Announce.Chimes = map[string]string{"none": "/etc/x.wav"} }},
+		{"announce.chimes", func(c *Config) { c.Announce.Chimes = map[string]string{"a/b": "/etc/x.wav"} }},
+		{"announce.priority", func(c *Config) { c.Announce.Priority = map[string]string{"urgent": "ding"} }},
+		{"announce.priority.alert", func(c *Config) { c.Announce.Priority = map[string]string{"alert": "siren"} }},
 		{"mqtt.broker", func(c *Config) { c.MQTT.Broker = "tcp://:1883" }},
 		{"mqtt.broker", func(c *Config) { c.MQTT.Broker = "tcp://host" }},
 		{"mqtt.broker", func(c *Config) { c.MQTT.Broker = "tcp://host:99999" }},
@@ -225,8 +232,8 @@ func TestExampleConfig(t *testing.T) {
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		t.Fatal(err)
 	}
-	inExample := yamlKeyPaths(root.Content[0], "")
 	inStruct := structKeyPaths(reflect.TypeOf(Config{}), "")
+	inExample := yamlKeyPaths(root.Content[0], "", inStruct)
 	for _, k := range inStruct {
 		if !slices.Contains(inExample, k) {
 			t.Errorf("example config does not set %s", k)
@@ -256,12 +263,14 @@ func TestExampleConfig(t *testing.T) {
 	}
 }
 
-func yamlKeyPaths(n *yaml.Node, prefix string) []string {
+// yamlKeyPaths lists the key paths of n; a path in leaves (a field whose
+// value is a map, such as announce.priority) is not walked into.
+func yamlKeyPaths(n *yaml.Node, prefix string, leaves []string) []string {
 	var out []string
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		p := joinPath(prefix, n.Content[i].Value)
-		if v := n.Content[i+1]; v.Kind == yaml.MappingNode && len(v.Content) > 0 {
-			out = append(out, yamlKeyPaths(v, p)...)
+		if v := n.Content[i+1]; v.Kind == yaml.MappingNode && len(v.Content) > 0 && !slices.Contains(leaves, p) {
+			out = append(out, yamlKeyPaths(v, p, leaves)...)
 		} else {
 			out = append(out, p)
 		}

@@ -152,6 +152,7 @@ func (c Config) Validate() error {
 	}
 	checkDuration(bad, "queue.default_ttl", c.Queue.DefaultTTL, time.Second, 24*time.Hour)
 	c.Wyoming.validate(bad)
+	c.Announce.validate(bad)
 	if f := c.Queue.SpoolFile; f != "" {
 		checkPath(bad, "queue.spool_file", f)
 		switch {
@@ -370,5 +371,45 @@ func (w Wyoming) validate(bad func(field, format string, args ...any)) {
 	}
 	if w.MaxParallel < 0 || w.MaxParallel > 64 {
 		bad("wyoming.max_parallel", "%d out of range (0 = one per core, up to 64)", w.MaxParallel)
+	}
+}
+
+// Limits of the announce section.
+const (
+	// MaxChimes bounds announce.chimes: each is kept in memory.
+	MaxChimes = 16
+	// MaxChimeSeconds bounds a chime file's length.
+	MaxChimeSeconds = 10
+)
+
+// builtinChimes are the chimes mynahd makes itself (audio.BuiltinChimes).
+var builtinChimes = []string{"ding", "two_tone"}
+
+func (a Announce) validate(bad func(field, format string, args ...any)) {
+	if len(a.Chimes) > MaxChimes {
+		bad("announce.chimes", "%d chimes, at most %d", len(a.Chimes), MaxChimes)
+	}
+	for _, name := range slices.Sorted(maps.Keys(a.Chimes)) {
+		field, path := "announce.chimes."+name, a.Chimes[name]
+		switch {
+		case !voicePattern.MatchString(name) || len(name) > maxVoiceNameLen:
+			bad("announce.chimes", "%q is not a chime name (letters, digits, '.', '_', '-')", name)
+		case name == "none" || name == "default" || slices.Contains(builtinChimes, name):
+			bad(field, "%q is taken (none and default mean no chime and the default one; %s are built in)", name, strings.Join(builtinChimes, ", "))
+		case !filepath.IsAbs(path) || !strings.HasSuffix(path, ".wav"):
+			bad(field, "%q: want an absolute path to a .wav file", path)
+		default:
+			checkPath(bad, field, path)
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(a.Priority)) {
+		name := a.Priority[p]
+		switch {
+		case p != "low" && p != "normal" && p != "alert":
+			bad("announce.priority", "%q is not a priority (low, normal, alert)", p)
+		case name == "":
+		case !slices.Contains(builtinChimes, name) && a.Chimes[name] == "":
+			bad("announce.priority."+p, "%q is neither built in (%s) nor in announce.chimes", name, strings.Join(builtinChimes, ", "))
+		}
 	}
 }
