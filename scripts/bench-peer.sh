@@ -51,6 +51,7 @@ if [ "$(uname -s)" != Linux ] || [ "$(uname -m)" != x86_64 ]; then
 fi
 command -v node >/dev/null || cannot "node is needed to run sherpa-onnx-node (apt-get install nodejs npm)"
 command -v npm >/dev/null || cannot "npm is needed to install sherpa-onnx-node (apt-get install npm)"
+command -v flock >/dev/null || cannot "flock is needed (apt-get install util-linux)"
 [ -f "$ESPEAK_DATA/phontab" ] || cannot "no espeak-ng-data at $ESPEAK_DATA for sherpa-onnx (run scripts/setup.sh, or set MYNAH_PEER_ESPEAK_DATA)"
 
 # installed_version PKG prints the version of PKG in .peer/, or nothing.
@@ -78,8 +79,15 @@ install_sherpa() {
   sherpa_installed || die "npm did not install ${specs[*]} into .peer/node_modules"
 }
 
-install_sherpa
 mkdir -p var/peer
+# One run at a time: a second would rewrite the models under the first's
+# workers, and both would time a machine they share.
+exec 9>var/peer/lock
+if ! flock -n 9; then
+  step "waiting for another bench-peer run to finish"
+  flock 9
+fi
+install_sherpa
 step "building the benchmark (audio/voice/peer)"
 "$GO" test -c -o var/peer/peer.test ./audio/voice/peer
 
@@ -94,14 +102,16 @@ fi
 grep -q '^BenchmarkPeerSherpa/' var/bench-peer.txt || die "the benchmark reported nothing (output in var/bench-peer.txt)"
 
 echo
-awk '
+awk -v rounds="${MYNAH_PEER_ROUNDS:-3}" -v starts="${MYNAH_PEER_STARTS:-3}" '
   function row(label, key, digits,   m, s, r, f) {
     m = v["mynah-" key]; s = v["sherpa-" key]
     r = (s > 0) ? sprintf("%.2f", m / s) : "–"
     f = "%." digits "f"
     printf "| %s | " f " | " f " | %s |\n", label, m, s, r
   }
-  /^BenchmarkPeerSherpa\// {
+  # The benchmark logs the runtimes before its result line.
+  /: mynah: mynah / { runtimes = $0; sub(/.*: mynah: /, "", runtimes); sub(/; sherpa: /, " vs ", runtimes) }
+  /^BenchmarkPeerSherpa\// && NF > 3 {
     name = $1; sub(/^BenchmarkPeerSherpa\//, "", name); sub(/-[0-9]+$/, "", name)
     delete v
     for (i = 3; i < NF; i += 2) v[$(i+1)] = $i
@@ -115,6 +125,7 @@ awk '
     row("peak RSS once loaded (MB)", "loadpeak-MB", 1)
     row("RSS before the load (MB)", "base-MB", 1)
     row("audio of the 10 sentences (s)", "audio-s", 2)
+    printf "\n%s; one intra-op thread each; times are medians of %s timed passes and %s starts.\n", runtimes, rounds, starts
   }
 ' var/bench-peer.txt
 step "done in $((SECONDS - started)) s (raw output: var/bench-peer.txt)"
