@@ -374,6 +374,8 @@ func FuzzDecodeSay(f *testing.F) {
 		"\ufeff{\"id\":\"b\",\"rate\":99}", "\ufeffplain", " \ufeff \ufeff{\"text\":\"x\"}", "{not json", "{name} is here",
 		"<speak><break time='100000s'/></speak>", `{"text":"<speak><break time='100000s'/></speak>"}`,
 		"{\"id\":\"u\",\"text\":\"\xe9\"}",
+		`{"text":"a","chime":false}`, `{"text":"a","chime":"door"}`, `{"text":"a","chime":""}`, `{"text":"a","chime":[1]}`,
+		`{"temperature": 21}`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
