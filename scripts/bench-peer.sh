@@ -14,7 +14,7 @@
 # tokens.txt written by audio/voice/peer) and the raw benchmark output
 # (var/bench-peer.txt) go under var/. MYNAH_PEER_ROUNDS (timed passes over
 # the sentences, default 3) and MYNAH_PEER_STARTS (worker starts per side,
-# default 3) trade time for steadier medians.
+# default 5) trade time for steadier medians.
 set -euo pipefail
 
 SHERPA_VERSION=1.13.8
@@ -102,10 +102,13 @@ fi
 grep -q '^BenchmarkPeerSherpa/' var/bench-peer.txt || die "the benchmark reported nothing (output in var/bench-peer.txt)"
 
 echo
-awk -v rounds="${MYNAH_PEER_ROUNDS:-3}" -v starts="${MYNAH_PEER_STARTS:-3}" '
-  function row(label, key, digits,   m, s, r, f) {
+awk -v rounds="${MYNAH_PEER_ROUNDS:-3}" -v starts="${MYNAH_PEER_STARTS:-5}" '
+  # The ratio is the benchmark'"'"'s: for times, the median of back-to-back
+  # pairs, which can differ a little from the medians'"'"' quotient.
+  function row(label, key, digits,   m, s, r, f, k) {
     m = v["mynah-" key]; s = v["sherpa-" key]
-    r = (s > 0) ? sprintf("%.2f", m / s) : "–"
+    k = key; sub(/\/.*/, "", k)
+    r = (("ratio-" k) in v) ? sprintf("%.2f", v["ratio-" k]) : ((s > 0) ? sprintf("%.2f", m / s) : "–")
     f = "%." digits "f"
     printf "| %s | " f " | " f " | %s |\n", label, m, s, r
   }
@@ -125,7 +128,7 @@ awk -v rounds="${MYNAH_PEER_ROUNDS:-3}" -v starts="${MYNAH_PEER_STARTS:-3}" '
     row("peak RSS once loaded (MB)", "loadpeak-MB", 1)
     row("RSS before the load (MB)", "base-MB", 1)
     row("audio of the 10 sentences (s)", "audio-s", 2)
-    printf "\n%s; one intra-op thread each; times are medians of %s timed passes and %s starts.\n", runtimes, rounds, starts
+    printf "\n%s; one intra-op thread each; times are medians of %s timed passes and %s starts, time ratios medians of back-to-back pairs.\n", runtimes, rounds, starts
   }
 ' var/bench-peer.txt
 step "done in $((SECONDS - started)) s (raw output: var/bench-peer.txt)"

@@ -25,7 +25,7 @@ const (
 	espeakDataEnv  = "MYNAH_PEER_ESPEAK_DATA"  // espeak-ng-data for sherpa
 	dirEnv         = "MYNAH_PEER_DIR"          // where the models are written (default: a temp dir)
 	roundsEnv      = "MYNAH_PEER_ROUNDS"       // timed rounds of the sentences (default 3)
-	startsEnv      = "MYNAH_PEER_STARTS"       // worker starts per side (default 3)
+	startsEnv      = "MYNAH_PEER_STARTS"       // worker starts per side (default 5)
 	nodeEnv        = "MYNAH_PEER_NODE"         // the node binary (default: node on PATH)
 )
 
@@ -149,7 +149,7 @@ func peerEnv(b *testing.B) peerSetup {
 		s.dir = b.TempDir()
 	}
 	s.rounds = envInt(b, roundsEnv, 3)
-	s.starts = envInt(b, startsEnv, 3)
+	s.starts = envInt(b, startsEnv, 5)
 	return s
 }
 
@@ -342,6 +342,15 @@ func checkAudio(b *testing.B, r peerResult) {
 	}
 }
 
+// pairedRatio is the median of m[i]/s[i].
+func pairedRatio(m, s []float64) float64 {
+	q := make([]float64, len(m))
+	for i := range m {
+		q[i] = m[i] / s[i]
+	}
+	return median(q)
+}
+
 func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
@@ -355,8 +364,11 @@ func median(v []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// report puts each metric as raw numbers and a mynah/sherpa ratio; times
-// are medians (over the timed rounds, over the starts).
+// report puts each metric as raw numbers and a mynah/sherpa ratio. Times
+// are medians (over the timed rounds, over the starts); their ratio is the
+// median of the paired ratios, each of two measurements taken back to
+// back, so that a machine that slows down for a while (others' jobs on a
+// shared box) slows both sides of a pair.
 func (r peerResult) report(b *testing.B) {
 	n := float64(len(peerSentences))
 	m, s := r.mynah, r.sherpa
@@ -364,16 +376,17 @@ func (r peerResult) report(b *testing.B) {
 	metrics := []struct {
 		key          string
 		mynah, sherp float64
+		ratio        float64
 	}{
-		{"synth-ms/sentence", median(m.rounds) / n, median(s.rounds) / n},
-		{"load-ms", median(m.load), median(s.load)},
-		{"ready-ms", median(m.ready), median(s.ready)},
-		{"peak-MB", mb(m.peak), mb(s.peak)},
+		{"synth-ms/sentence", median(m.rounds) / n, median(s.rounds) / n, pairedRatio(m.rounds, s.rounds)},
+		{"load-ms", median(m.load), median(s.load), pairedRatio(m.load, s.load)},
+		{"ready-ms", median(m.ready), median(s.ready), pairedRatio(m.ready, s.ready)},
+		{"peak-MB", mb(m.peak), mb(s.peak), float64(m.peak) / float64(s.peak)},
 	}
 	for _, x := range metrics {
 		b.ReportMetric(x.mynah, "mynah-"+x.key)
 		b.ReportMetric(x.sherp, "sherpa-"+x.key)
-		b.ReportMetric(x.mynah/x.sherp, ratioUnit(x.key))
+		b.ReportMetric(x.ratio, ratioUnit(x.key))
 	}
 	b.ReportMetric(m.audio, "mynah-audio-s")
 	b.ReportMetric(s.audio, "sherpa-audio-s")
