@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/mynah-tts/mynah/audio/engine"
@@ -22,7 +24,11 @@ const (
 // mynahd opens it (engine.Open, then Preload loading the default voice
 // through voice.LoadPiper and quant/ort) with onnx.provider cpu and
 // onnx.threads 1, and each sentence spoken through engine.Speak with the
-// phrase cache off.
+// phrase cache off. Like mynahd, the engine gives memory back while it
+// speaks (ReleaseMemory), here the Go heap's free pages: malloc_trim
+// needs cgo, which test files cannot have, and with mynahd's mmap
+// threshold (mynahdMalloc) every tensor over 256 KiB is unmapped as it is
+// freed anyway.
 func mynahWorker() error {
 	dir, name := os.Getenv(voicesEnv), os.Getenv(voiceEnv)
 	fail := func(err error) error {
@@ -42,7 +48,8 @@ func mynahWorker() error {
 	start := time.Now()
 	eng, err := engine.Open(&engine.Options{
 		Runtime: rt, Dir: dir, Default: name,
-		Piper: &voice.PiperOptions{Session: &ort.SessionOptions{Provider: ort.ProviderCPU, IntraOpThreads: 1}},
+		Piper:         &voice.PiperOptions{Session: &ort.SessionOptions{Provider: ort.ProviderCPU, IntraOpThreads: 1}},
+		ReleaseMemory: debug.FreeOSMemory,
 	})
 	if err != nil {
 		return fail(err)
@@ -54,7 +61,7 @@ func mynahWorker() error {
 	}
 	load := time.Since(start)
 	if err := peer.WriteLine(os.Stdout, peer.Ready{
-		Ready: true, Runtime: "mynah (onnx runtime " + rt.Version() + ")", LoadMS: ms(load),
+		Ready: true, Runtime: "mynah (onnx runtime " + rt.Version() + mallocNote() + ")", LoadMS: ms(load),
 		SampleRate: info.SampleRate, BaseRSSKB: base,
 	}); err != nil {
 		return err
@@ -67,6 +74,39 @@ func mynahWorker() error {
 		})
 		return frames, err
 	})
+}
+
+// mynahdMalloc is the C allocator's tuning mynahd applies as it loads
+// (cmd/mynahd memory_cgo.go: at most 2 arenas, a fixed 256 KiB mmap
+// threshold), here as the environment variables glibc reads itself; keep
+// in step with mallocArenaMax and mallocMMapThreshold there. As in
+// mynahd, MYNAH_MALLOC_TUNE=0 or GLIBC_TUNABLES leaves glibc's defaults,
+// and a variable already set is kept.
+func mynahdMalloc(env []string) []string {
+	if strings.HasPrefix(os.Getenv("MYNAH_MALLOC_TUNE"), "0") || os.Getenv("GLIBC_TUNABLES") != "" {
+		return env
+	}
+	for _, kv := range []string{"MALLOC_ARENA_MAX=2", "MALLOC_MMAP_THRESHOLD_=262144"} {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, set := os.LookupEnv(name); !set {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// mallocNote names the C allocator settings this worker runs with.
+func mallocNote() string {
+	var set []string
+	for _, name := range []string{"MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES"} {
+		if v, ok := os.LookupEnv(name); ok {
+			set = append(set, name+"="+v)
+		}
+	}
+	if len(set) == 0 {
+		return ", glibc malloc defaults"
+	}
+	return ", " + strings.Join(set, " ")
 }
 
 func selfRSS() (int64, error) {

@@ -97,7 +97,9 @@ func writeBenchVoice(dir string, opts *benchmodel.Options) (string, error) {
 // thread: synthesis of the same sentences, interleaved sentence by
 // sentence so that both meet the same machine; the cold load inside the
 // worker; process start to ready; and peak RSS (VmHWM) after the load and
-// one pass over the sentences. Ratios are mynah/sherpa: below 1 is mynah
+// one pass over the sentences. mynah's worker runs as mynahd does,
+// glibc's allocator tuned alike (mynahdMalloc; MYNAH_MALLOC_TUNE=0 turns
+// that off, for measuring). Ratios are mynah/sherpa: below 1 is mynah
 // ahead. scripts/bench-peer.sh installs sherpa, runs this and prints one
 // table per model.
 func BenchmarkPeerSherpa(b *testing.B) {
@@ -227,7 +229,7 @@ func (p peerPair) mynahCmd() *exec.Cmd {
 		self = os.Args[0]
 	}
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), workerEnv+"=mynah", voicesEnv+"="+p.voicesDir, voiceEnv+"="+p.voiceName)
+	cmd.Env = mynahdMalloc(append(os.Environ(), workerEnv+"=mynah", voicesEnv+"="+p.voicesDir, voiceEnv+"="+p.voiceName))
 	return cmd
 }
 
