@@ -14,7 +14,9 @@
 # tokens.txt written by audio/voice/peer) and the raw benchmark output
 # (var/bench-peer.txt) go under var/. MYNAH_PEER_ROUNDS (timed passes over
 # the sentences, default 3) and MYNAH_PEER_STARTS (worker starts per side,
-# default 5) trade time for steadier medians.
+# default 5) trade time for steadier medians. mynah's side runs with
+# mynahd's C allocator tuning; MYNAH_MALLOC_TUNE=0 measures it with glibc's
+# defaults instead.
 set -euo pipefail
 
 SHERPA_VERSION=1.13.8
