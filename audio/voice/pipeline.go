@@ -12,7 +12,6 @@ import (
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/text"
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
-	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
@@ -249,7 +248,7 @@ func openModel(rt *ort.Runtime, b *bundle.Bundle, f bundle.File, so *ort.Session
 	if err != nil {
 		return nil, err
 	}
-	if _, err := onnx.Decode(data, nil); err != nil {
+	if _, err := checkModel(data, nil); err != nil {
 		return nil, err
 	}
 	return rt.NewSession(data, so)

@@ -84,3 +84,6 @@ func SpeakAfterHistory(ctx context.Context, p *Pipeline, prm PipelineParams, his
 	}
 	return audio.FromFloat32(wave, p.info.SampleRate), nil
 }
+
+// CheckModel is checkModel, for the tests on the demo models.
+var CheckModel = checkModel

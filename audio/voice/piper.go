@@ -17,7 +17,6 @@ import (
 
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/text"
-	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
@@ -188,14 +187,9 @@ func LoadPiper(rt *ort.Runtime, path string, opts *PiperOptions) (*Piper, error)
 	if err != nil {
 		return nil, fmt.Errorf("load voice: %w", err)
 	}
-	// ONNX Runtime gets the very bytes that were checked, read once.
-	model, data, err := onnx.ReadFileData(modelPath, nil)
+	sess, model, err := openModelFile(rt, modelPath, o.Session)
 	if err != nil {
 		return nil, fmt.Errorf("load voice: %w", err)
-	}
-	sess, err := rt.NewSession(data, o.Session)
-	if err != nil {
-		return nil, fmt.Errorf("load voice %s: %w", modelPath, err)
 	}
 	p, err := newPiper(cfg, sess, o)
 	if err != nil {

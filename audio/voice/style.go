@@ -13,7 +13,6 @@ import (
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/text"
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
-	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
@@ -100,7 +99,7 @@ func LoadStyle(rt *ort.Runtime, dir string, opts *StyleOptions) (*Style, error) 
 	if err != nil {
 		return nil, fmt.Errorf("load style voice: %w", err)
 	}
-	if _, err := onnx.Decode(data, nil); err != nil {
+	if _, err := checkModel(data, nil); err != nil {
 		return nil, fmt.Errorf("load style voice %s: %w", f.Path, err)
 	}
 	sess, err := rt.NewSession(data, o.Session)
