@@ -204,40 +204,74 @@ func TestLoadProcess(t *testing.T) {
 	fmt.Printf("load-report %s\n", js)
 }
 
-// BenchmarkSynthesizeOneThread speaks one sentence of about 4 s with each
-// voice on one thread, as the peer comparison does, and reports the
-// real-time factor and the process's peak resident memory.
+// synthSentences are household announcements of different lengths: a
+// sentence of a new length is a run of new input shapes, for which ONNX
+// Runtime has no memory plan yet, as in use.
+var synthSentences = []string{
+	"The washing machine has finished, and the laundry is ready to be hung up outside.",
+	"Dinner is ready.",
+	"The front door has been open for ten minutes.",
+	"Tomorrow will be sunny and warm, with a light breeze from the west in the afternoon.",
+	"The garage door is closed.",
+	"Please take the bins out tonight; the collection is early tomorrow morning.",
+	"The oven has reached two hundred degrees.",
+	"A parcel was left at the side door.",
+	"The dishwasher needs more salt, and the rinse aid is running low as well.",
+	"Grandma called.",
+	"The living room window is still open, and it will rain within the hour.",
+	"Your timer is done.",
+}
+
+// BenchmarkSynthesizeOneThread speaks the synthSentences in turn with
+// each voice on one thread, as the peer comparison does, with ONNX
+// Runtime's CPU arena off (the default) and on, and reports the real-time
+// factor, the process's peak resident memory so far (the sub-benchmarks
+// run in order) and its resident memory after the sentences, session
+// still open. Run it under mynahd's glibc settings too
+// (MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=262144), where the arena
+// matters most.
 func BenchmarkSynthesizeOneThread(b *testing.B) {
 	rt := enginetest.OpenRuntime(b)
-	req := voice.Request{Text: "The washing machine has finished, and the laundry is ready to be hung up outside."}
 	for _, v := range benchVoices(b) {
-		b.Run(v.name, func(b *testing.B) {
-			p, err := voice.LoadPiper(rt, v.dir, &voice.PiperOptions{Session: oneThread()})
-			if err != nil {
-				b.Fatal(err)
+		for _, arena := range []bool{false, true} {
+			name := v.name + "/arena-off"
+			if arena {
+				name = v.name + "/arena"
 			}
-			defer p.Close()
-			var audioDur, synth time.Duration
-			speak := func() {
-				start := time.Now()
-				err := p.Synthesize(context.Background(), req, func(c voice.Chunk) error {
-					audioDur += c.PCM.Duration()
-					return nil
-				})
-				synth += time.Since(start)
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			speak() // first run: ONNX Runtime plans the graph's memory
-			audioDur, synth = 0, 0
-			b.ReportAllocs()
-			for b.Loop() {
-				speak()
-			}
-			b.ReportMetric(synth.Seconds()/audioDur.Seconds(), "rtf")
-		})
+			so := oneThread()
+			so.CPUArena = arena
+			b.Run(name, func(b *testing.B) { synthesizeSentences(b, rt, v.dir, so) })
+		}
 	}
+}
+
+func synthesizeSentences(b *testing.B, rt *ort.Runtime, dir string, so *ort.SessionOptions) {
+	p, err := voice.LoadPiper(rt, dir, &voice.PiperOptions{Session: so})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	var audioDur, synth time.Duration
+	speak := func(text string) {
+		start := time.Now()
+		err := p.Synthesize(context.Background(), voice.Request{Text: text}, func(c voice.Chunk) error {
+			audioDur += c.PCM.Duration()
+			return nil
+		})
+		synth += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	speak("Hello.") // ONNX Runtime's first run of a session
+	audioDur, synth = 0, 0
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		speak(synthSentences[i%len(synthSentences)])
+	}
+	b.ReportMetric(synth.Seconds()/audioDur.Seconds(), "rtf")
+	b.ReportMetric(procStatusMB(b, "VmHWM"), "peak-MB")
+	b.ReportMetric(procStatusMB(b, "VmRSS"), "rss-MB")
 }
 
 func medianOf(v []float64) float64 {

@@ -76,6 +76,7 @@ func BenchmarkRunMatMul(b *testing.B) {
 	}{
 		{"default", SessionOptions{}},
 		{"arena", SessionOptions{CPUArena: true}},
+		{"arena+pattern", SessionOptions{CPUArena: true, MemoryPattern: true}},
 		{"spin", SessionOptions{Spin: true}},
 		{"1-thread", SessionOptions{IntraOpThreads: 1}},
 	}

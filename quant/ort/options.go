@@ -125,13 +125,30 @@ type SessionOptions struct {
 	// value is GraphOptimizationAll.
 	GraphOptimization GraphOptimization
 
-	// CPUArena turns on ONNX Runtime's CPU memory arena and memory-pattern
-	// planning. Off (the default) suits small devices: the arena keeps the
-	// peak of every run (a long sentence) for the life of the session and
-	// memory patterns only help when shapes never change, which TTS shapes
-	// do; without them ONNX Runtime allocates with malloc per run and idle
-	// RSS stays low. Turn it on for a fixed-shape model on a roomy machine.
+	// CPUArena turns on ONNX Runtime's CPU memory arena: a run's tensors
+	// come from memory the session keeps, instead of malloc and free per
+	// tensor per run. Off (the default) keeps the memory of a run for no
+	// longer than the run: the arena never gives back what its largest
+	// run needed until the session closes, and onnxruntime_go offers no
+	// way to shrink it. What it buys depends on the C allocator: under
+	// mynahd's glibc settings (256 KiB mmap threshold, every larger tensor
+	// its own mapping, faulted in again each run) synthesis on one thread
+	// takes about half the time (audio/voice BenchmarkSynthesizeOneThread:
+	// the 15 M-parameter bench voice 1305 -> 728 ms a sentence, the demo
+	// voice 28.5 -> 13.7 ms, system time 7.7 s -> 0.7 s; with glibc's
+	// defaults 1000 -> 746 ms and 16.6 -> 13.7 ms), and the daemon's memory
+	// soak on the demo voice keeps 96.5 MB instead of 72.5 MB after 30 s
+	// idle (its budget is 80 MB) with the same 110 MB peak. Turn it on
+	// where synthesis speed matters more than idle memory.
 	CPUArena bool
+
+	// MemoryPattern turns on ONNX Runtime's memory patterns: a run's
+	// tensors planned into one block, from a plan kept per input shape.
+	// A plan only exists for shapes seen before, and every sentence is a
+	// new shape, so for speech it adds nothing (BenchmarkSynthesizeOneThread
+	// within noise) but memory: 22 MB more peak in the demo soak with
+	// CPUArena. For fixed-shape models it saves allocations.
+	MemoryPattern bool
 
 	// Spin lets ONNX Runtime's worker threads busy-wait for the next piece
 	// of work between operators. Off (the default) keeps an idle daemon at

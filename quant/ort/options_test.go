@@ -103,7 +103,7 @@ func FuzzParseGraphOptimization(f *testing.F) {
 
 func TestSessionOptionsNormalize(t *testing.T) {
 	so, err := (*SessionOptions)(nil).normalize()
-	if err != nil || so.Provider != ProviderAuto || so.GraphOptimization != GraphOptimizationAll || so.CPUArena || so.Spin {
+	if err != nil || so.Provider != ProviderAuto || so.GraphOptimization != GraphOptimizationAll || so.CPUArena || so.MemoryPattern || so.Spin {
 		t.Fatalf("nil options normalize to %+v, %v; want auto provider, all optimizations, no arena, no spinning", so, err)
 	}
 	bad := []struct {

@@ -200,7 +200,7 @@ func configure(opts *onnx.SessionOptions, so SessionOptions) error {
 	if err := opts.SetCpuMemArena(so.CPUArena); err != nil {
 		return fmt.Errorf("cpu arena: %w", err)
 	}
-	if err := opts.SetMemPattern(so.CPUArena); err != nil {
+	if err := opts.SetMemPattern(so.MemoryPattern); err != nil {
 		return fmt.Errorf("memory pattern: %w", err)
 	}
 	if !so.Spin {

@@ -80,6 +80,7 @@ func TestRunMatMulEveryOption(t *testing.T) {
 	variants := map[string]*SessionOptions{
 		"nil (defaults)":      nil,
 		"cpu, arena on":       {Provider: ProviderCPU, CPUArena: true},
+		"cpu, arena, pattern": {Provider: ProviderCPU, CPUArena: true, MemoryPattern: true},
 		"one thread":          {IntraOpThreads: 1},
 		"parallel, spinning":  {IntraOpThreads: 2, InterOpThreads: 2, Spin: true},
 		"optimizations off":   {GraphOptimization: GraphOptimizationDisabled},
