@@ -24,40 +24,38 @@ import (
 
 var (
 	mediumOnce sync.Once
-	mediumDir  string
-	mediumErr  error
+	mediumModel,
+	mediumConfig []byte
+	mediumErr error
 )
 
 // mediumVoice writes quant/benchmodel's Piper-medium-shaped model (15 M
-// parameters, about 60 MB) as a Piper voice, once per test binary: the
-// size of the voices users run, which the demo voice is not.
+// parameters, about 60 MB) as a Piper voice into a directory of tb's: the
+// size of the voices users run, which the demo voice is not. The model
+// is built once per test binary.
 func mediumVoice(tb testing.TB) string {
 	tb.Helper()
 	mediumOnce.Do(func() {
-		mediumDir, mediumErr = os.MkdirTemp("", "mynah-medium-voice-")
-		if mediumErr != nil {
+		if mediumModel, mediumErr = benchmodel.PiperMedium(nil); mediumErr != nil {
 			return
 		}
-		var model, cfg []byte
-		if model, mediumErr = benchmodel.PiperMedium(nil); mediumErr != nil {
-			return
-		}
-		cfg, mediumErr = json.Marshal(map[string]any{
+		mediumConfig, mediumErr = json.Marshal(map[string]any{
 			"audio": map[string]any{"sample_rate": benchmodel.SampleRate}, "espeak": map[string]any{"voice": "en-us"},
 			"phoneme_type": "espeak", "num_speakers": 1, "phoneme_id_map": benchmodel.PhonemeIDMap(),
 		})
-		if mediumErr != nil {
-			return
-		}
-		path := filepath.Join(mediumDir, "medium.onnx")
-		if mediumErr = os.WriteFile(path, model, 0o644); mediumErr == nil {
-			mediumErr = os.WriteFile(path+".json", cfg, 0o644)
-		}
 	})
 	if mediumErr != nil {
 		tb.Fatalf("medium voice: %v", mediumErr)
 	}
-	return mediumDir
+	dir := tb.TempDir()
+	path := filepath.Join(dir, "medium.onnx")
+	if err := os.WriteFile(path, mediumModel, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(path+".json", mediumConfig, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return dir
 }
 
 // benchVoices are the two voices the load and synthesis benchmarks run:
