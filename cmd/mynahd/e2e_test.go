@@ -532,3 +532,11 @@ func TestUnregisterWhileRunning(t *testing.T) {
 	default:
 	}
 }
+
+// onnx.arena (ONNX Runtime's CPU arena for the voices) speaks the same way.
+func TestSayWithArena(t *testing.T) {
+	wav := filepath.Join(t.TempDir(), "out.wav")
+	cfg := testConfig(t, "", "wav:"+wav)
+	cfg.ONNX.Arena = true
+	sayAndCheck(t, cfg, wav)
+}

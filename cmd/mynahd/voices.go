@@ -52,7 +52,7 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, notify *
 		Sessions: engine.SessionOptions{MaxCount: sc.MaxCount, MaxBytes: sc.MaxBytes, Preload: sc.Preload, Pinned: sc.Pinned,
 			LowWater: sc.LowWater, MemoryBudget: sc.MemoryBudget, CheckInterval: sc.CheckInterval},
 		Piper: &voice.PiperOptions{
-			Session:         &ort.SessionOptions{Provider: ort.Provider(cfg.ONNX.Provider), IntraOpThreads: cfg.ONNX.Threads},
+			Session:         &ort.SessionOptions{Provider: ort.Provider(cfg.ONNX.Provider), IntraOpThreads: cfg.ONNX.Threads, CPUArena: cfg.ONNX.Arena},
 			SentenceSilence: silence(cfg.Audio.SentenceSilence),
 			Logger:          log.With("component", "voice"),
 		},
