@@ -2,6 +2,7 @@ package quant_test
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,23 +32,11 @@ func corpus(t testing.TB) map[string][]byte {
 		}
 		models[p] = data
 	}
-	voice, _, err := demo.Build(nil)
+	built, err := demo.Models()
 	if err != nil {
 		t.Fatal(err)
 	}
-	models["demo"] = voice
-	kit, err := demo.BuildCloning(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{demo.EncoderFile, demo.DecoderFile, demo.VocoderFile} {
-		models["cloning/"+f] = kit[f]
-	}
-	style, err := demo.BuildStyle(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	models["style/"+demo.StyleModelFile] = style[demo.StyleModelFile]
+	maps.Copy(models, built)
 	return models
 }
 

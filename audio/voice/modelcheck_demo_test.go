@@ -14,24 +14,10 @@ import (
 // kits, checkModel accepts what onnx.Decode accepts and decodes the same
 // model.
 func TestCheckModelDemoModels(t *testing.T) {
-	models := map[string][]byte{}
-	model, _, err := demo.Build(nil)
+	models, err := demo.Models()
 	if err != nil {
 		t.Fatal(err)
 	}
-	models["demo"] = model
-	kit, err := demo.BuildCloning(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{demo.EncoderFile, demo.DecoderFile, demo.VocoderFile} {
-		models["cloning/"+f] = kit[f]
-	}
-	style, err := demo.BuildStyle(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	models["style"] = style[demo.StyleModelFile]
 	for name, data := range models {
 		want, err := onnx.Decode(data, nil)
 		if err != nil {

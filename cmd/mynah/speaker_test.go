@@ -42,14 +42,21 @@ func answerEnrolls(t *testing.T, url, topic string, wantWAV []byte) {
 	}()
 }
 
+// writeReference writes a 2 s reference recording into dir.
+func writeReference(t *testing.T, dir string) (wav []byte, path string) {
+	t.Helper()
+	wav = audio.EncodeWAV(audio.PCM{Rate: 16000, Channels: 1, Samples: make([]int16, 32000)})
+	path = filepath.Join(dir, "dad.wav")
+	if err := os.WriteFile(path, wav, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return wav, path
+}
+
 func TestEnrollCommand(t *testing.T) {
 	broker := mqtttest.StartMosquitto(t)
 	dir := t.TempDir()
-	wav := audio.EncodeWAV(audio.PCM{Rate: 16000, Channels: 1, Samples: make([]int16, 32000)})
-	ref := filepath.Join(dir, "dad.wav")
-	if err := os.WriteFile(ref, wav, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	wav, ref := writeReference(t, dir)
 	answerEnrolls(t, broker.URL(), "mynah/den/u/anna/speaker/enroll", wav)
 	base := []string{"enroll", "--broker", broker.URL(), "--node", "den", "--owner", "anna", "--timeout", "20s"}
 
@@ -96,11 +103,7 @@ func TestEnrollCommand(t *testing.T) {
 func TestSpeakerCommandsReadMynahdConfig(t *testing.T) {
 	broker := mqtttest.StartMosquitto(t)
 	dir := t.TempDir()
-	wav := audio.EncodeWAV(audio.PCM{Rate: 16000, Channels: 1, Samples: make([]int16, 32000)})
-	ref := filepath.Join(dir, "dad.wav")
-	if err := os.WriteFile(ref, wav, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	wav, ref := writeReference(t, dir)
 	answerEnrolls(t, broker.URL(), "mynah/den/speaker/enroll", wav)
 	conf := filepath.Join(dir, "mynahd.yaml")
 	if err := os.WriteFile(conf, []byte("node: den\nmqtt:\n  broker: "+broker.URL()+"\n"), 0o600); err != nil {

@@ -286,3 +286,29 @@ func writeAtomic(path string, data []byte) (err error) {
 	}
 	return nil
 }
+
+// Models returns every ONNX model the demo voice and kits are made of, by
+// name: "demo" (the Piper voice), "cloning/" plus EncoderFile,
+// DecoderFile and VocoderFile, and "style/" plus StyleModelFile. Tests
+// that must hold for every model the project makes range over it.
+func Models() (map[string][]byte, error) {
+	models := map[string][]byte{}
+	model, _, err := Build(nil)
+	if err != nil {
+		return nil, err
+	}
+	models["demo"] = model
+	kit, err := BuildCloning(nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []string{EncoderFile, DecoderFile, VocoderFile} {
+		models["cloning/"+f] = kit[f]
+	}
+	style, err := BuildStyle(nil)
+	if err != nil {
+		return nil, err
+	}
+	models["style/"+StyleModelFile] = style[StyleModelFile]
+	return models, nil
+}
