@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mynah-tts/mynah/audio"
@@ -140,27 +141,31 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 		return err
 	}
 	st.report(d, cfg)
+	// The helpers below end with run, whatever ends it.
+	hctx, stopHelpers := context.WithCancel(ctx)
+	var helpers sync.WaitGroup
+	defer func() { stopHelpers(); helpers.Wait() }()
 	if device != nil {
 		if st := device.Status(); !st.Available {
 			d.AudioChanged(audioStatus(st))
 		}
-		go func() {
+		helpers.Go(func() {
 			for {
 				select {
-				case <-ctx.Done():
+				case <-hctx.Done():
 					return
 				case <-audioNews:
 					d.AudioChanged(audioStatus(device.Status()))
 				}
 			}
-		}()
+		})
 	}
 	if cfg.Voices.Watch {
-		watching, err := watchVoices(ctx, cfg.Voices.Dir, voicesQuiet, d.ReloadVoices, log.With("component", "voices"))
+		watching, err := watchVoices(hctx, cfg.Voices.Dir, voicesQuiet, d.ReloadVoices, log.With("component", "voices"))
 		if err != nil {
 			log.Warn("voices.dir is not watched: new voices need voices/reload or a restart", "dir", cfg.Voices.Dir, "err", err)
 		} else {
-			defer func() { <-watching }()
+			helpers.Go(func() { <-watching })
 		}
 	}
 
