@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -64,14 +63,7 @@ func readChime(path string, rate int) (audio.PCM, error) {
 		return audio.PCM{}, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxChimeFileBytes+1))
-	if err != nil {
-		return audio.PCM{}, err
-	}
-	if len(data) > maxChimeFileBytes {
-		return audio.PCM{}, fmt.Errorf("%s is over %d bytes", path, maxChimeFileBytes)
-	}
-	p, err := audio.DecodeWAV(data, &audio.WAVOptions{MaxBytes: maxChimeFileBytes, MaxDuration: config.MaxChimeSeconds * time.Second})
+	p, err := audio.ReadWAV(f, &audio.WAVOptions{MaxBytes: maxChimeFileBytes, MaxDuration: config.MaxChimeSeconds * time.Second})
 	if err != nil {
 		return audio.PCM{}, fmt.Errorf("%s: %w", path, err)
 	}
