@@ -3,14 +3,12 @@ package systemd
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
+
+	"github.com/mynah-tts/mynah/systemd/systemdtest"
 )
 
 func TestJournalFormat(t *testing.T) {
@@ -77,24 +75,17 @@ func TestLogFormats(t *testing.T) {
 }
 
 func TestConnectedToJournal(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "stream"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		t.Fatal(err)
-	}
+	f, stream := systemdtest.JournalStream(t)
+	_, other := systemdtest.JournalStream(t)
 	t.Setenv("JOURNAL_STREAM", "")
 	if ConnectedToJournal(f) {
 		t.Error("connected without JOURNAL_STREAM")
 	}
-	t.Setenv("JOURNAL_STREAM", fmt.Sprintf("%d:%d", st.Dev, st.Ino+1))
+	t.Setenv("JOURNAL_STREAM", other)
 	if ConnectedToJournal(f) {
 		t.Error("connected although JOURNAL_STREAM names another file (inherited variable)")
 	}
-	t.Setenv("JOURNAL_STREAM", fmt.Sprintf("%d:%d", st.Dev, st.Ino))
+	t.Setenv("JOURNAL_STREAM", stream)
 	if !ConnectedToJournal(f) {
 		t.Error("not connected although JOURNAL_STREAM names f")
 	}

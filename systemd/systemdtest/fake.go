@@ -3,9 +3,11 @@
 package systemdtest
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -78,4 +80,21 @@ func (s *Fake) Drain() []string {
 		}
 		got = append(got, string(buf[:n]))
 	}
+}
+
+// JournalStream creates a file standing in for a stream connected to the
+// journal and returns it with the $JOURNAL_STREAM value that names it
+// ("device:inode"), as systemd sets it for a service's standard error.
+func JournalStream(t testing.TB) (*os.File, string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "stream"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	return f, fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 }
