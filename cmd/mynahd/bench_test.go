@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"github.com/mynah-tts/mynah/audio/engine/enginetest"
@@ -12,8 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -216,7 +213,11 @@ func BenchmarkStartToReady(b *testing.B) {
 		total += time.Since(start)
 		if i == b.N*starts-1 {
 			time.Sleep(3 * time.Second)
-			rss = procRSSMB(b, cmd.Process.Pid)
+			m, err := readMem(cmd.Process.Pid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rss = mb(m.RSS)
 		}
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
@@ -225,23 +226,4 @@ func BenchmarkStartToReady(b *testing.B) {
 	b.ReportMetric(rss, "idle-rss-MB")
 }
 
-func procRSSMB(b *testing.B, pid int) float64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return kb / 1024
-		}
-	}
-	b.Fatal("no VmRSS")
-	return 0
-}
 func mb(n int64) float64 { return float64(n) / (1 << 20) }
