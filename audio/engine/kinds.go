@@ -135,7 +135,7 @@ func (vs *Engine) loadPrecision(name, kind, path, precision string) (*loadedVoic
 		v = piperVoice(name, p)
 	case kindStyle:
 		s, err := voice.LoadStyle(vs.rt, path, &voice.StyleOptions{
-			Session: vs.opts.Session, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger, Precision: precision,
+			Session: vs.opts.Session, KeepConv1D: vs.opts.KeepConv1D, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger, Precision: precision,
 		})
 		if err != nil {
 			return nil, err
@@ -288,7 +288,7 @@ type pipelinePlan struct {
 // loadPipeline loads a cloning voice.
 func (vs *Engine) loadPipeline(name, path, precision string) (*loadedVoice, error) {
 	p, err := voice.LoadPipeline(vs.rt, path, &voice.PipelineOptions{
-		Session: vs.opts.Session, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger, Precision: precision,
+		Session: vs.opts.Session, KeepConv1D: vs.opts.KeepConv1D, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger, Precision: precision,
 	})
 	if err != nil {
 		return nil, err

@@ -75,23 +75,30 @@ func oneThread() *ort.SessionOptions {
 func BenchmarkLoadPiper(b *testing.B) {
 	rt := enginetest.OpenRuntime(b)
 	for _, v := range benchVoices(b) {
-		b.Run(v.name, func(b *testing.B) {
-			// The first load pays ONNX Runtime's and espeak-ng's one-off
-			// costs; the page cache holds the file for every load after.
-			p, err := voice.LoadPiper(rt, v.dir, &voice.PiperOptions{Session: oneThread()})
-			if err != nil {
-				b.Fatal(err)
+		for _, keep1D := range []bool{true, false} {
+			name := v.name
+			if keep1D {
+				name += "/conv1d"
 			}
-			p.Close()
-			b.ReportAllocs()
-			for b.Loop() {
-				p, err := voice.LoadPiper(rt, v.dir, &voice.PiperOptions{Session: oneThread()})
+			opts := &voice.PiperOptions{Session: oneThread(), KeepConv1D: keep1D}
+			b.Run(name, func(b *testing.B) {
+				// The first load pays ONNX Runtime's and espeak-ng's one-off
+				// costs; the page cache holds the file for every load after.
+				p, err := voice.LoadPiper(rt, v.dir, opts)
 				if err != nil {
 					b.Fatal(err)
 				}
 				p.Close()
-			}
-		})
+				b.ReportAllocs()
+				for b.Loop() {
+					p, err := voice.LoadPiper(rt, v.dir, opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					p.Close()
+				}
+			})
+		}
 	}
 }
 
@@ -221,30 +228,42 @@ var synthSentences = []string{
 }
 
 // BenchmarkSynthesizeOneThread speaks the synthSentences in turn with
-// each voice on one thread, as the peer comparison does, with ONNX
-// Runtime's CPU arena off (the default) and on, and reports the real-time
-// factor, the process's peak resident memory so far (the sub-benchmarks
-// run in order) and its resident memory after the sentences, session
-// still open. Run it under mynahd's glibc settings too
-// (MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=262144), where the arena
-// matters most.
+// each voice on one thread, as the peer comparison does, in mynahd's
+// default setup (lifted: the 1-D convolutions lifted to 2-D at load;
+// arena-shrink: ONNX Runtime's CPU arena, given back after each run) and
+// with each part of it undone: conv1d (the model as the file has it),
+// arena-off (a malloc per tensor), arena (kept between runs), extended
+// (graph optimization one level down, without the blocked convolution
+// kernels that lifting opens up). It reports the real-time factor, the
+// process's peak resident memory so far (the sub-benchmarks run in
+// order) and its resident memory after the sentences, session still
+// open. Run it under mynahd's glibc settings (MALLOC_ARENA_MAX=2
+// MALLOC_MMAP_THRESHOLD_=262144), where allocation costs what it costs
+// in the daemon.
 func BenchmarkSynthesizeOneThread(b *testing.B) {
 	rt := enginetest.OpenRuntime(b)
 	for _, v := range benchVoices(b) {
-		for _, arena := range []bool{false, true} {
-			name := v.name + "/arena-off"
-			if arena {
-				name = v.name + "/arena"
-			}
+		for _, mode := range []struct {
+			name                  string
+			arena, shrink, keep1D bool
+			level                 ort.GraphOptimization
+		}{
+			{"lifted-arena-shrink", true, true, false, ort.GraphOptimizationAll},
+			{"conv1d-arena-shrink", true, true, true, ort.GraphOptimizationAll},
+			{"lifted-arena-off", false, false, false, ort.GraphOptimizationAll},
+			{"conv1d-arena-off", false, false, true, ort.GraphOptimizationAll},
+			{"lifted-arena", true, false, false, ort.GraphOptimizationAll},
+			{"lifted-arena-shrink-extended", true, true, false, ort.GraphOptimizationExtended},
+		} {
 			so := oneThread()
-			so.CPUArena = arena
-			b.Run(name, func(b *testing.B) { synthesizeSentences(b, rt, v.dir, so) })
+			so.CPUArena, so.ArenaShrink, so.GraphOptimization = mode.arena, mode.shrink, mode.level
+			b.Run(v.name+"/"+mode.name, func(b *testing.B) { synthesizeSentences(b, rt, v.dir, so, mode.keep1D) })
 		}
 	}
 }
 
-func synthesizeSentences(b *testing.B, rt *ort.Runtime, dir string, so *ort.SessionOptions) {
-	p, err := voice.LoadPiper(rt, dir, &voice.PiperOptions{Session: so})
+func synthesizeSentences(b *testing.B, rt *ort.Runtime, dir string, so *ort.SessionOptions, keep1D bool) {
+	p, err := voice.LoadPiper(rt, dir, &voice.PiperOptions{Session: so, KeepConv1D: keep1D})
 	if err != nil {
 		b.Fatal(err)
 	}

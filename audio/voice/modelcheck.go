@@ -17,35 +17,80 @@ import (
 )
 
 // openModelFile reads the model file at path once, checks it in Go
-// (checkModel) and hands ONNX Runtime the very bytes that were checked.
-// The returned model carries the file's sha256 and size only. The digest
-// names the model for caches (it is not compared with anything), so it is
-// computed while ONNX Runtime builds the session, on another core where
-// there is one: on a 60 MB voice it is 35 ms, a fifth of the load. The
-// bytes are freed before it returns (newModelBuffer).
-func openModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions) (*ort.Session, *onnx.Model, error) {
+// (checkModel) and hands ONNX Runtime the very bytes that were checked, or
+// the checked model with its 1-D convolutions lifted to 2-D (liftModel)
+// unless keep1D. The returned model carries the file's sha256 and size
+// only. The digest names the model for caches (it is not compared with
+// anything), so it is computed while the model is checked, lifted and
+// built into a session, on another core where there is one: on a 60 MB
+// voice it is 35 ms, a fifth of the load. The bytes are freed before it
+// returns (newModelBuffer), those of the file as soon as they are hashed
+// when the session is built from a lifted copy.
+func openModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D bool) (*ort.Session, *onnx.Model, error) {
 	data, free, err := readModel(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer free()
+	size := int64(len(data))
 	digest := make(chan string, 1)
+	drop := make(chan bool, 1) // true: nothing reads data once it is hashed
 	go func() {
 		sum := sha256.Sum256(data)
+		if <-drop {
+			free()
+		}
 		digest <- hex.EncodeToString(sum[:])
 	}()
-	var sess *ort.Session
-	// The checked model points into data: it must not outlive this call.
-	if _, err = checkModel(data, &onnx.ReadOptions{Dir: filepath.Dir(path)}); err != nil {
-		err = fmt.Errorf("read model %s: %w", path, err)
-	} else if sess, err = rt.NewSession(data, so); err != nil {
-		err = fmt.Errorf("%s: %w", path, err)
-	}
-	sum := <-digest
-	if err != nil {
+	fail := func(err error) (*ort.Session, *onnx.Model, error) {
+		drop <- true
+		<-digest
 		return nil, nil, err
 	}
-	return sess, &onnx.Model{Digest: sum, Size: int64(len(data))}, nil
+	// The checked model points into data: it must not outlive this call.
+	m, err := checkModel(data, &onnx.ReadOptions{Dir: filepath.Dir(path)})
+	if err != nil {
+		return fail(fmt.Errorf("read model %s: %w", path, err))
+	}
+	model, freeModel := data, free
+	if !keep1D {
+		lifted, freeLifted, err := liftModel(m)
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", path, err))
+		}
+		if lifted != nil {
+			model, freeModel = lifted, freeLifted
+		}
+	}
+	drop <- &model[0] != &data[0]
+	sess, err := rt.NewSession(model, so)
+	sum := <-digest
+	freeModel()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return sess, &onnx.Model{Digest: sum, Size: size}, nil
+}
+
+// liftModel encodes m, a checked model, with its 1-D convolutions as 2-D
+// ones (onnx.LiftConv1D, which ONNX Runtime's CPU kernels run faster) into
+// a newModelBuffer, and returns it and the function that frees it; nil
+// when m has none. m is changed.
+func liftModel(m *onnx.Model) ([]byte, func(), error) {
+	n, err := onnx.LiftConv1D(m)
+	if err != nil || n == 0 {
+		return nil, nil, err
+	}
+	size := proto.Size(m.Proto)
+	buf, free, err := newModelBuffer(size)
+	if err != nil {
+		return nil, nil, fmt.Errorf("lift convolutions: %w", err)
+	}
+	out, err := proto.MarshalOptions{}.MarshalAppend(buf[:0], m.Proto)
+	if err != nil || len(out) != size || (size > 0 && &out[0] != &buf[0]) {
+		free()
+		return nil, nil, fmt.Errorf("lift convolutions: encode %d bytes: %d written: %v", size, len(out), err)
+	}
+	return out, free, nil
 }
 
 // readModel reads a model file, a regular file of at most

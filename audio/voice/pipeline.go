@@ -53,6 +53,10 @@ const (
 type PipelineOptions struct {
 	// Session options for ONNX Runtime, used for all three models.
 	Session *ort.SessionOptions
+	// KeepConv1D hands ONNX Runtime the models' 1-D convolutions as they
+	// are; by default they are lifted to 2-D at load (onnx.LiftConv1D),
+	// which its CPU kernels run faster.
+	KeepConv1D bool
 	// Precision picks a variant of the bundle (fp16, int8, nbits; "" or
 	// fp32: the original files); see bundle.WithPrecision.
 	Precision string
@@ -217,7 +221,7 @@ func LoadPipeline(rt *ort.Runtime, dir string, opts *PipelineOptions) (*Pipeline
 			closeAll()
 			return nil, fmt.Errorf("load pipeline voice: %s: %w", role, err)
 		}
-		s, err := openModel(rt, b, f, o.Session)
+		s, err := openModel(rt, b, f, o.Session, o.KeepConv1D)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("load pipeline voice: %s (%s): %w", role, f.Rel, err)
@@ -242,14 +246,26 @@ func LoadPipeline(rt *ort.Runtime, dir string, opts *PipelineOptions) (*Pipeline
 
 // openModel reads a verified file (its digest checked again on the bytes
 // read) and hands exactly those bytes to ONNX Runtime once Go has parsed
-// them: a malformed model can crash ONNX Runtime inside cgo.
-func openModel(rt *ort.Runtime, b *bundle.Bundle, f bundle.File, so *ort.SessionOptions) (*ort.Session, error) {
+// them (a malformed model can crash ONNX Runtime inside cgo), or the
+// parsed model with its 1-D convolutions lifted to 2-D unless keep1D.
+func openModel(rt *ort.Runtime, b *bundle.Bundle, f bundle.File, so *ort.SessionOptions, keep1D bool) (*ort.Session, error) {
 	data, err := b.ReadFile(f)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := checkModel(data, nil); err != nil {
+	m, err := checkModel(data, nil)
+	if err != nil {
 		return nil, err
+	}
+	if !keep1D {
+		lifted, free, err := liftModel(m)
+		if err != nil {
+			return nil, err
+		}
+		if lifted != nil {
+			defer free()
+			data = lifted
+		}
 	}
 	return rt.NewSession(data, so)
 }

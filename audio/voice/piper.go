@@ -51,6 +51,12 @@ const (
 type PiperOptions struct {
 	// Session options for ONNX Runtime (threads, provider, arena).
 	Session *ort.SessionOptions
+	// KeepConv1D hands ONNX Runtime the model's 1-D convolutions as they
+	// are. By default they are lifted to 2-D at load (onnx.LiftConv1D):
+	// the same arithmetic, which ONNX Runtime's CPU kernels run faster
+	// (BenchmarkSynthesizeOneThread has the figures), for a longer load
+	// (BenchmarkLoadPiper).
+	KeepConv1D bool
 	// SentenceSilence is the pause appended after every sentence but the
 	// last; 0 means Piper's default of 0.2 s, negative means none.
 	SentenceSilence time.Duration
@@ -187,7 +193,7 @@ func LoadPiper(rt *ort.Runtime, path string, opts *PiperOptions) (*Piper, error)
 	if err != nil {
 		return nil, fmt.Errorf("load voice: %w", err)
 	}
-	sess, model, err := openModelFile(rt, modelPath, o.Session)
+	sess, model, err := openModelFile(rt, modelPath, o.Session, o.KeepConv1D)
 	if err != nil {
 		return nil, fmt.Errorf("load voice: %w", err)
 	}

@@ -19,7 +19,9 @@ import (
 // StyleOptions configure LoadStyle. A nil *StyleOptions means defaults;
 // the fields mean what PiperOptions' fields of the same name mean.
 type StyleOptions struct {
-	Session          *ort.SessionOptions
+	Session *ort.SessionOptions
+	// KeepConv1D: as PiperOptions.KeepConv1D.
+	KeepConv1D       bool
 	SentenceSilence  time.Duration // 0: DefaultSentenceSilence; negative: none
 	Split            *text.SplitOptions
 	MaxSentenceAudio time.Duration // 0: 60 s
@@ -95,14 +97,7 @@ func LoadStyle(rt *ort.Runtime, dir string, opts *StyleOptions) (*Style, error) 
 	if err != nil {
 		return nil, fmt.Errorf("load style voice: %w", err)
 	}
-	data, err := b.ReadFile(f)
-	if err != nil {
-		return nil, fmt.Errorf("load style voice: %w", err)
-	}
-	if _, err := checkModel(data, nil); err != nil {
-		return nil, fmt.Errorf("load style voice %s: %w", f.Path, err)
-	}
-	sess, err := rt.NewSession(data, o.Session)
+	sess, err := openModel(rt, b, f, o.Session, o.KeepConv1D)
 	if err != nil {
 		return nil, fmt.Errorf("load style voice %s: %w", f.Path, err)
 	}

@@ -6,22 +6,28 @@ import (
 	"time"
 
 	"github.com/mynah-tts/mynah/cache"
+	"github.com/mynah-tts/mynah/quant/ort"
 )
 
 // Memory after speech (README "## Memory"). Synthesis memory is C memory:
-// ONNX Runtime allocates every intermediate tensor of a run with malloc
-// (its arena is off, quant/ort SessionOptions.CPUArena) and frees it at
-// the end. glibc keeps what was freed: in one arena per thread that ever
-// allocated (up to 8 per core), and, once a large block was freed, with
-// its mmap threshold raised to that size, so that the next runs' tensors
-// come from the arenas and stay there. The issue measured 63 MB idle
-// grow to 621 MB after 200 says with the Go heap at 5–14 MB. mynahd
-// therefore
+// ONNX Runtime takes a run's intermediate tensors from its CPU arena
+// (onnx.arena, on by default), which grows by large regions from malloc
+// and gives back those left free at the end of each run (quant/ort
+// SessionOptions.ArenaShrink); with the arena off, every tensor is a
+// malloc of its own. glibc keeps what was freed: in one arena per thread
+// that ever allocated (up to 8 per core), and, once a large block was
+// freed, with its mmap threshold raised to that size, so that the next
+// runs' memory comes from the heaps and stays there. Issue 12 measured
+// 63 MB idle grow to 621 MB after 200 says with the Go heap at 5–14 MB.
+// mynahd therefore
 //
 //   - limits glibc to mallocArenaMax arenas and fixes the mmap threshold
 //     at mallocMMapThreshold as the binary loads (memory_cgo.go), so a
-//     tensor over 256 KiB is its own mapping, returned the moment it is
+//     block over 256 KiB is its own mapping, returned the moment it is
 //     freed;
+//   - raises the threshold to ort.MaxMMapThreshold while ONNX Runtime
+//     builds a session (sessionBuilding), whose graph rewrites copy the
+//     weights several times over, and trims the heap after;
 //   - after speech (engine.Options.ReleaseMemory: once the engine is idle
 //     a second, and every 2 s while it keeps speaking), calls
 //     malloc_trim(0) for the small blocks' free pages, returns the Go
@@ -48,7 +54,7 @@ type memoryReleaser struct {
 
 func (m *memoryReleaser) release() {
 	start := time.Now()
-	trimmed := trimCHeap()
+	trimmed := ort.TrimCHeap()
 	debug.FreeOSMemory()
 	var mapped int64
 	if m.store != nil {
@@ -68,4 +74,15 @@ func (m *memoryReleaser) release() {
 func logMallocTuning(log *slog.Logger) {
 	arenas, threshold, ok := mallocTuning()
 	log.Debug("c allocator", "tuned", ok, "arena_max", arenas, "mmap_threshold", threshold)
+}
+
+// sessionBuilding is the ort.Options.Building for mynahd: the mmap
+// threshold raised while a session is built, where mynahd set it itself
+// (nil leaves building alone, as when MALLOC_MMAP_THRESHOLD_ says
+// otherwise).
+func sessionBuilding() func(build func()) {
+	if _, threshold, _ := mallocTuning(); threshold == mallocMMapThreshold {
+		return ort.LoadThreshold(mallocMMapThreshold, ort.MaxMMapThreshold)
+	}
+	return nil
 }

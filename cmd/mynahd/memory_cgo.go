@@ -37,13 +37,6 @@ __attribute__((constructor)) static void mynah_malloc_tune(void) {
 
 static int mynah_malloc_tuning(void) { return mynah_malloc_tuned; }
 
-static int mynah_malloc_trim(void) {
-#ifdef __GLIBC__
-	return malloc_trim(0);
-#else
-	return -1;
-#endif
-}
 */
 import "C"
 
@@ -59,8 +52,3 @@ func mallocTuning() (arenaMax, mmapThreshold int, ok bool) {
 	}
 	return arenaMax, mmapThreshold, t != 0
 }
-
-// trimCHeap hands the C allocator's free pages back to the kernel
-// (malloc_trim(0): every arena, not only the top of the main heap). It
-// reports false where the C library has no malloc_trim (musl).
-func trimCHeap() bool { return C.mynah_malloc_trim() >= 0 }

@@ -33,7 +33,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 	start := time.Now()
 	notify := systemd.NewNotifier(log)
 
-	rt, err := ort.Open(&ort.Options{LibraryPath: cfg.ONNX.Library, Logger: log.With("component", "ort")})
+	rt, err := ort.Open(&ort.Options{LibraryPath: cfg.ONNX.Library, Logger: log.With("component", "ort"), Building: sessionBuilding()})
 	if err != nil {
 		return err
 	}

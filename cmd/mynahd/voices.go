@@ -52,7 +52,8 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, notify *
 		Sessions: engine.SessionOptions{MaxCount: sc.MaxCount, MaxBytes: sc.MaxBytes, Preload: sc.Preload, Pinned: sc.Pinned,
 			LowWater: sc.LowWater, MemoryBudget: sc.MemoryBudget, CheckInterval: sc.CheckInterval},
 		Piper: &voice.PiperOptions{
-			Session:         &ort.SessionOptions{Provider: ort.Provider(cfg.ONNX.Provider), IntraOpThreads: cfg.ONNX.Threads, CPUArena: cfg.ONNX.Arena},
+			Session:         sessionOptions(cfg.ONNX),
+			KeepConv1D:      !cfg.ONNX.LiftConv1D,
 			SentenceSilence: silence(cfg.Audio.SentenceSilence),
 			Logger:          log.With("component", "voice"),
 		},
@@ -63,6 +64,12 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, notify *
 		ReleaseMemory: releaser.release,
 		Logger:        log.With("component", "voices"),
 	})
+}
+
+// sessionOptions are the voices' ONNX Runtime settings from the onnx
+// section: the arena, when on, given back after every run.
+func sessionOptions(c config.ONNX) *ort.SessionOptions {
+	return &ort.SessionOptions{Provider: ort.Provider(c.Provider), IntraOpThreads: c.Threads, CPUArena: c.Arena, ArenaShrink: c.Arena}
 }
 
 // The engine speaks the daemon's words (package speech), so it is the

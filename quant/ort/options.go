@@ -29,6 +29,12 @@ type Options struct {
 	// Logger receives the package's few log lines (library loaded, provider
 	// fallback). nil discards them.
 	Logger *slog.Logger
+
+	// Building, when set, is called with the work of building each
+	// session (ONNX Runtime parsing and optimizing the model), which it
+	// must call once; LoadThreshold makes one that tunes the C allocator
+	// for it.
+	Building func(build func())
 }
 
 // GraphOptimization is ONNX Runtime's graph optimization level. The zero
@@ -141,6 +147,13 @@ type SessionOptions struct {
 	// idle (its budget is 80 MB) with the same 110 MB peak. Turn it on
 	// where synthesis speed matters more than idle memory.
 	CPUArena bool
+
+	// ArenaShrink, with CPUArena, has the arena give back its free regions
+	// at the end of every run (ONNX Runtime's run option
+	// memory.enable_memory_arena_shrinkage): a run's tensors still come
+	// from a few large regions instead of a malloc each, but the memory
+	// of a run lasts no longer than the run.
+	ArenaShrink bool
 
 	// MemoryPattern turns on ONNX Runtime's memory patterns: a run's
 	// tensors planned into one block, from a plan kept per input shape.

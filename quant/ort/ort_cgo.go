@@ -148,6 +148,7 @@ var graphLevels = map[GraphOptimization]onnx.GraphOptimizationLevel{
 type backendSession struct {
 	ds      *onnx.DynamicAdvancedSession
 	outputs []TensorInfo
+	ro      *onnx.RunOptions // nil: ONNX Runtime's defaults
 }
 
 // newBackendSession creates the session on exactly one provider.
@@ -179,7 +180,14 @@ func newBackendSession(model []byte, inputs, outputs []TensorInfo, so SessionOpt
 		}
 		return nil, fmt.Errorf("%w: %s", ErrInvalidModel, ortMessage(err))
 	}
-	return &backendSession{ds: ds, outputs: outputs}, nil
+	b := &backendSession{ds: ds, outputs: outputs}
+	if so.CPUArena && so.ArenaShrink {
+		if b.ro, err = newRunConfig(map[string]string{runKeyArenaShrink: "cpu:0"}); err != nil {
+			ds.Destroy()
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 func configure(opts *onnx.SessionOptions, so SessionOptions) error {
@@ -295,6 +303,10 @@ func (b *backendSession) destroy() error {
 	}
 	err := b.ds.Destroy()
 	b.ds = nil
+	if b.ro != nil {
+		b.ro.Destroy()
+		b.ro = nil
+	}
 	return err
 }
 
@@ -343,7 +355,7 @@ func (b *backendSession) run(in, out []Tensor) ([]Tensor, error) {
 		outVals[i] = v
 	}
 
-	if err := b.ds.Run(inVals, outVals); err != nil {
+	if err := b.ds.RunWithOptions(inVals, outVals, b.ro); err != nil {
 		destroyAll(outVals)
 		return nil, errors.New(ortMessage(err))
 	}

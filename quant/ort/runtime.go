@@ -2,6 +2,7 @@ package ort
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,9 +17,10 @@ import (
 // releases one reference; the library is unloaded when the last Runtime
 // closes. A Runtime is safe for concurrent use.
 type Runtime struct {
-	path    string
-	version string
-	log     *slog.Logger
+	path     string
+	version  string
+	log      *slog.Logger
+	building func(build func())
 
 	// busy is held shared by NewSession while it works with the library,
 	// so that Close cannot unload it underneath.
@@ -61,7 +63,11 @@ func Open(opts *Options) (*Runtime, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log.Debug("onnx runtime loaded", "library", path, "version", version)
-	return &Runtime{path: path, version: version, log: log, sessions: make(map[*Session]struct{})}, nil
+	building := o.Building
+	if building == nil {
+		building = func(build func()) { build() }
+	}
+	return &Runtime{path: path, version: version, log: log, building: building, sessions: make(map[*Session]struct{})}, nil
 }
 
 // Version is the ONNX Runtime release, e.g. "1.30.0".
@@ -171,16 +177,24 @@ func (r *Runtime) NewSession(model []byte, opts *SessionOptions) (*Session, erro
 		failures []string
 	)
 	plan := so.providerPlan()
-	for i, p := range plan {
-		b, err = newBackendSession(model, inputs, outputs, so, p)
-		if err == nil {
-			used = p
-			break
+	r.building(func() {
+		for i, p := range plan {
+			b, err = newBackendSession(model, inputs, outputs, so, p)
+			if err == nil {
+				used = p
+				return
+			}
+			if i == len(plan)-1 || so.Provider != ProviderAuto {
+				return
+			}
+			failures = append(failures, err.Error())
 		}
-		if i == len(plan)-1 || so.Provider != ProviderAuto {
-			return nil, fmt.Errorf("new session: %w", err)
-		}
-		failures = append(failures, err.Error())
+	})
+	if err == nil && b == nil {
+		err = errors.New("Options.Building did not build the session")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("new session: %w", err)
 	}
 	if len(failures) > 0 {
 		r.logFallback(used, failures)

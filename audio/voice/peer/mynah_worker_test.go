@@ -22,8 +22,10 @@ const (
 
 // mynahWorker is the benchmark's mynah side: the voice opened the way
 // mynahd opens it (engine.Open, then Preload loading the default voice
-// through voice.LoadPiper and quant/ort) with onnx.provider cpu and
-// onnx.threads 1, and each sentence spoken through engine.Speak with the
+// through voice.LoadPiper and quant/ort) with onnx.provider cpu,
+// onnx.threads 1 and mynahd's default onnx.arena (the CPU arena, shrunk
+// after each run; 1-D convolutions lifted to 2-D, as voice.LoadPiper
+// does by default), and each sentence spoken through engine.Speak with the
 // phrase cache off. Like mynahd, the engine gives memory back while it
 // speaks (ReleaseMemory), here the Go heap's free pages: malloc_trim
 // needs cgo, which test files cannot have, and with mynahd's mmap
@@ -35,7 +37,13 @@ func mynahWorker() error {
 		peer.WriteLine(os.Stdout, peer.Ready{Error: err.Error()})
 		return err
 	}
-	rt, err := ort.Open(nil)
+	// As mynahd (sessionBuilding): the mmap threshold raised while a
+	// session is built, where it is mynahd's.
+	var building func(func())
+	if os.Getenv("MALLOC_MMAP_THRESHOLD_") == "262144" {
+		building = ort.LoadThreshold(262144, ort.MaxMMapThreshold)
+	}
+	rt, err := ort.Open(&ort.Options{Building: building})
 	if err != nil {
 		return fail(err)
 	}
@@ -48,7 +56,7 @@ func mynahWorker() error {
 	start := time.Now()
 	eng, err := engine.Open(&engine.Options{
 		Runtime: rt, Dir: dir, Default: name,
-		Piper:         &voice.PiperOptions{Session: &ort.SessionOptions{Provider: ort.ProviderCPU, IntraOpThreads: 1}},
+		Piper:         &voice.PiperOptions{Session: &ort.SessionOptions{Provider: ort.ProviderCPU, IntraOpThreads: 1, CPUArena: true, ArenaShrink: true}},
 		ReleaseMemory: debug.FreeOSMemory,
 	})
 	if err != nil {
@@ -78,8 +86,9 @@ func mynahWorker() error {
 
 // mynahdMalloc is the C allocator's tuning mynahd applies as it loads
 // (cmd/mynahd memory_cgo.go: at most 2 arenas, a fixed 256 KiB mmap
-// threshold), here as the environment variables glibc reads itself; keep
-// in step with mallocArenaMax and mallocMMapThreshold there. As in
+// threshold, raised while a session is built), here as the environment
+// variables glibc reads itself; keep in step with mallocArenaMax and
+// mallocMMapThreshold there. As in
 // mynahd, MYNAH_MALLOC_TUNE=0 or GLIBC_TUNABLES leaves glibc's defaults,
 // and a variable already set is kept.
 func mynahdMalloc(env []string) []string {

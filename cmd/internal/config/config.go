@@ -229,14 +229,20 @@ type ONNX struct {
 	Provider string `yaml:"provider"`
 	// Threads per operator; 0 (default) lets ONNX Runtime use one per core.
 	Threads int `yaml:"threads"`
-	// Arena turns on ONNX Runtime's CPU memory arena for the voices:
-	// synthesis about twice as fast on one thread (measured: the demo
-	// voice 28.5 → 13.7 ms a sentence, a 15 M-parameter Piper-medium-sized
-	// voice 1305 → 728 ms), but the arena keeps the memory of the longest
-	// sentence until the voice is unloaded (the demo voice settles at
-	// about 97 MB instead of 73 MB; the 15 M voice at 500 MB instead of
-	// 190 MB). Default false: mynahd's memory bounds hold.
+	// Arena gives the voices ONNX Runtime's CPU memory arena, which hands
+	// a run's tensors out of a few large regions and gives the regions
+	// back at the end of the run (quant/ort SessionOptions.ArenaShrink).
+	// Default true. false gives every tensor a malloc of its own, which
+	// under mynahd's allocator settings is a fresh mapping faulted in on
+	// every run: synthesis about twice as slow (audio/voice
+	// BenchmarkSynthesizeOneThread) for no memory saved.
 	Arena bool `yaml:"arena"`
+	// LiftConv1D rewrites a voice's 1-D convolutions as the same
+	// convolutions in 2-D as it loads (quant/onnx LiftConv1D), which ONNX
+	// Runtime's CPU kernels run faster: a Piper-medium-sized voice
+	// synthesizes in about 0.8 of the time, and loads in about 1.5 of it.
+	// Default true; false hands ONNX Runtime the model as the file has it.
+	LiftConv1D bool `yaml:"lift_conv1d"`
 }
 
 // Audio is the audio section.
@@ -351,7 +357,7 @@ func Default() Config {
 				CheckInterval: 30 * time.Second,
 			},
 		},
-		ONNX:     ONNX{Provider: string(ort.ProviderAuto)},
+		ONNX:     ONNX{Provider: string(ort.ProviderAuto), Arena: true, LiftConv1D: true},
 		Wyoming:  Wyoming{MaxConnections: 8, Zeroconf: true},
 		Announce: Announce{Chimes: map[string]string{}, Priority: map[string]string{"alert": "two_tone"}},
 		Audio: Audio{
