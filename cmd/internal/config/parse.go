@@ -106,6 +106,10 @@ func Parse(data []byte) (Config, error) {
 
 var durationType = reflect.TypeOf(time.Duration(0))
 
+// yamlBoolWords are the YAML 1.1 spellings of true and false that yaml.v3
+// still decodes into a bool.
+var yamlBoolWords = map[string]bool{"yes": true, "no": true, "on": true, "off": true, "y": true, "n": true}
+
 // checkKeys walks n alongside the struct type t and reports the first key t
 // has no field for, a repeated key, a section that is not a mapping, a
 // value that is not a single value, and a duration written as a bare
@@ -169,7 +173,10 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 			return fmt.Errorf("%s: %q has no unit; write a duration such as \"30s\" or \"200ms\" (line %d): %w",
 				where, n.Value, n.Line, ErrInvalid)
 		}
-		return nil // wrong scalar types are left to the decoder's message
+		if t.Kind() == reflect.Bool && n.ShortTag() != "!!bool" && !yamlBoolWords[strings.ToLower(n.Value)] {
+			return fmt.Errorf("%s: %q is not true or false (line %d): %w", where, n.Value, n.Line, ErrInvalid)
+		}
+		return nil // other wrong scalar types are left to the decoder's message
 	}
 	if n.Kind != yaml.MappingNode {
 		return fmt.Errorf("%s: expected a mapping of keys, found %s (line %d): %w",
