@@ -14,8 +14,10 @@ import "sync"
 // convolutions lifted to 2-D: 250 ms a session under a 256 KiB threshold,
 // 112 ms under glibc's own).
 
-// MaxMMapThreshold is the largest mmap threshold glibc accepts on 64-bit
-// systems (half its 64 MiB heap size).
+// MaxMMapThreshold is the largest mmap threshold every glibc accepts on
+// 64-bit systems: half its 64 MiB heap size, the most its own dynamic
+// threshold rises to. Older releases refuse a larger one; newer ones
+// (2.36 among them) take it too.
 const MaxMMapThreshold = 32 << 20
 
 // SetMMapThreshold sets the C allocator's mmap threshold (glibc's
@@ -32,8 +34,16 @@ func TrimCHeap() bool { return trimMalloc() }
 // mmap threshold to load while sessions are built (however many at once)
 // and, once the last is built, sets it back to steady and trims the heap,
 // so that what building left behind is not kept. Use it only where the
-// process set the threshold to steady itself.
+// process set the threshold to steady itself, and give every Runtime of
+// the process the same function: the threshold is the process's, and two
+// of them would each set it back while the other's sessions are built.
 func LoadThreshold(steady, load int) func(build func()) {
+	return loadThreshold(steady, load, setMMapThreshold, trimMalloc)
+}
+
+// loadThreshold is LoadThreshold with the allocator calls passed in, so
+// that tests can watch them.
+func loadThreshold(steady, load int, set func(int) bool, trim func() bool) func(build func()) {
 	var (
 		mu       sync.Mutex
 		building int
@@ -41,7 +51,7 @@ func LoadThreshold(steady, load int) func(build func()) {
 	return func(build func()) {
 		mu.Lock()
 		if building == 0 {
-			setMMapThreshold(load)
+			set(load)
 		}
 		building++
 		mu.Unlock()
@@ -49,8 +59,8 @@ func LoadThreshold(steady, load int) func(build func()) {
 			mu.Lock()
 			defer mu.Unlock()
 			if building--; building == 0 {
-				setMMapThreshold(steady)
-				trimMalloc()
+				set(steady)
+				trim()
 			}
 		}()
 		build()

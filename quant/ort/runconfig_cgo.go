@@ -7,16 +7,18 @@ package ort
 // Runtime's C API directly, looked up in the library onnxruntime_go already
 // loaded. The C API is a table of function pointers that ONNX Runtime only
 // ever appends to, so an entry's index is fixed for every release that has
-// it; the indices below are those of onnxruntime_c_api.h (API version 24,
-// the one onnxruntime_go v1.27.0 is built against), and newRunConfig reads
-// the entry back through a second one, so a wrong index or a library
-// without them is an error, not a wrong setting.
+// it; the indices below are those of onnxruntime_c_api.h (the API version
+// 24 header onnxruntime_go v1.27.0 ships), and the table is asked for at
+// version 23, the first with GetRunConfigEntry. newRunConfig reads every
+// entry back through it, so a wrong index or a library without them is an
+// error, not a wrong setting.
 
 /*
 #cgo LDFLAGS: -ldl
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct OrtStatus OrtStatus;
 typedef struct OrtRunOptions OrtRunOptions;
@@ -29,9 +31,9 @@ typedef struct {
 // Indices into OrtApi (onnxruntime_c_api.h, struct OrtApi).
 enum {
 	mynah_get_error_message = 2,
-	mynah_add_run_config_entry = 165,   // since ONNX Runtime 1.x (API 1)
 	mynah_release_status = 93,
-	mynah_get_run_config_entry = 373,   // since ONNX Runtime 1.23 (API 23)
+	mynah_add_run_config_entry = 165,
+	mynah_get_run_config_entry = 373, // since ONNX Runtime 1.23 (API 23)
 	mynah_api_version = 23,
 };
 
@@ -59,15 +61,13 @@ static char *mynah_add_run_config(void *const *api, OrtRunOptions *opts, const c
 	if (st == NULL) return NULL;
 	const char *(*msg)(const OrtStatus *) = (const char *(*)(const OrtStatus *))api[mynah_get_error_message];
 	void (*release)(OrtStatus *) = (void (*)(OrtStatus *))api[mynah_release_status];
-	const char *m = msg(st);
-	size_t n = 0;
-	while (m[n] != 0) n++;
-	char *out = malloc(n + 1);
-	for (size_t i = 0; i <= n; i++) out[i] = m[i];
+	char *out = strdup(msg(st));
 	release(st);
 	return out;
 }
 
+// mynah_get_run_config returns the value of key in opts, NULL when unset;
+// the string belongs to opts.
 static const char *mynah_get_run_config(void *const *api, const OrtRunOptions *opts, const char *key) {
 	const char *(*get)(const OrtRunOptions *, const char *) =
 		(const char *(*)(const OrtRunOptions *, const char *))api[mynah_get_run_config_entry];
@@ -101,11 +101,35 @@ func runOptionsPointer(ro *onnx.RunOptions) (*C.OrtRunOptions, error) {
 	if t.NumField() != 1 || t.Field(0).Type.Kind() != reflect.Pointer || t.Size() != unsafe.Sizeof(uintptr(0)) {
 		return nil, errors.New("onnxruntime_go's RunOptions is not the single pointer this package expects")
 	}
-	p := *(**C.OrtRunOptions)(unsafe.Pointer(ro))
+	var p *C.OrtRunOptions
+	if ro != nil {
+		p = *(**C.OrtRunOptions)(unsafe.Pointer(ro))
+	}
 	if p == nil {
 		return nil, errors.New("run options are not initialized")
 	}
 	return p, nil
+}
+
+// runConfigAPI is the loaded library's C API table and ro's OrtRunOptions.
+func runConfigAPI(ro *onnx.RunOptions) (*unsafe.Pointer, *C.OrtRunOptions, error) {
+	p, err := runOptionsPointer(ro)
+	if err != nil {
+		return nil, nil, fmt.Errorf("run options: %w", err)
+	}
+	lib.mu.Lock()
+	path := lib.path
+	lib.mu.Unlock()
+	if path == "" {
+		return nil, nil, errors.New("run options: onnx runtime is not loaded")
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	api := C.mynah_ort_api(cpath)
+	if api == nil {
+		return nil, nil, fmt.Errorf("run options: %s has no C API version %d: %w", path, C.mynah_api_version, ErrBadLibrary)
+	}
+	return api, p, nil
 }
 
 // newRunConfig makes run options with the given entries set, each read
@@ -123,36 +147,43 @@ func newRunConfig(entries map[string]string) (*onnx.RunOptions, error) {
 }
 
 func setRunConfig(ro *onnx.RunOptions, entries map[string]string) error {
-	p, err := runOptionsPointer(ro)
+	api, p, err := runConfigAPI(ro)
 	if err != nil {
-		return fmt.Errorf("run options: %w", err)
-	}
-	lib.mu.Lock()
-	path := lib.path
-	lib.mu.Unlock()
-	cpath := C.CString(path)
-	defer C.free(unsafe.Pointer(cpath))
-	api := C.mynah_ort_api(cpath)
-	if api == nil {
-		return fmt.Errorf("run options: %s has no C API version %d: %w", path, C.mynah_api_version, ErrBadLibrary)
+		return err
 	}
 	for key, value := range entries {
 		ck, cv := C.CString(key), C.CString(value)
 		msg := C.mynah_add_run_config(api, p, ck, cv)
-		var got *C.char
-		if msg == nil {
-			got = C.mynah_get_run_config(api, p, ck)
-		}
 		C.free(unsafe.Pointer(ck))
 		C.free(unsafe.Pointer(cv))
 		if msg != nil {
 			err := C.GoString(msg)
 			C.free(unsafe.Pointer(msg))
-			return fmt.Errorf("run option %s=%s: %s", key, value, err)
+			return fmt.Errorf("run option %q=%q: onnx runtime refused it: %s", key, value, err)
 		}
-		if got == nil || C.GoString(got) != value {
-			return fmt.Errorf("run option %s=%s did not take (read back %q): %w", key, value, C.GoString(got), ErrBadLibrary)
+		if got, ok := getRunConfig(api, p, key); !ok || got != value {
+			return fmt.Errorf("run option %q=%q did not take (read back %q): %w", key, value, got, ErrBadLibrary)
 		}
 	}
 	return nil
+}
+
+// runConfigEntry reads key back from ro; ok is false when it is not set.
+func runConfigEntry(ro *onnx.RunOptions, key string) (value string, ok bool, err error) {
+	api, p, err := runConfigAPI(ro)
+	if err != nil {
+		return "", false, err
+	}
+	value, ok = getRunConfig(api, p, key)
+	return value, ok, nil
+}
+
+func getRunConfig(api *unsafe.Pointer, p *C.OrtRunOptions, key string) (string, bool) {
+	ck := C.CString(key)
+	defer C.free(unsafe.Pointer(ck))
+	v := C.mynah_get_run_config(api, p, ck)
+	if v == nil {
+		return "", false
+	}
+	return C.GoString(v), true
 }

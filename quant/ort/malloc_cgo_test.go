@@ -1,0 +1,113 @@
+//go:build cgo
+
+package ort
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func openRuntimeBuilding(t *testing.T, building func(build func())) *Runtime {
+	t.Helper()
+	rt, err := Open(&Options{LibraryPath: projectLib(t), Building: building})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Errorf("close runtime: %v", err)
+		}
+	})
+	return rt
+}
+
+// TestBuildingOncePerSession: Options.Building wraps the whole build of a
+// session once, however many providers ProviderAuto tries on the way, and
+// also when the build fails; a session refused before ONNX Runtime sees
+// it never reaches it.
+func TestBuildingOncePerSession(t *testing.T) {
+	var calls, inside atomic.Int32
+	rt := openRuntimeBuilding(t, func(build func()) {
+		calls.Add(1)
+		inside.Add(1)
+		defer inside.Add(-1)
+		build()
+	})
+	expect := func(what string, want int32) {
+		t.Helper()
+		if got := calls.Load(); got != want {
+			t.Errorf("after %s: Building called %d times in all, want %d", what, got, want)
+		}
+	}
+	in := addInputs([]float32{1, 2, 3}, []float32{1, 1, 1})
+
+	cpu := newSession(t, rt, addModel(), &SessionOptions{Provider: ProviderCPU})
+	expect("a cpu session", 1)
+	auto := newSession(t, rt, addModel(), &SessionOptions{Provider: ProviderAuto})
+	expect("an auto session on "+string(auto.Provider()), 2)
+	for _, s := range []*Session{cpu, auto} {
+		if _, err := s.Run(in); err != nil {
+			t.Errorf("%s session: %v", s.Provider(), err)
+		}
+	}
+
+	unknownOp := addModel()
+	unknownOp.nodes[0].op = "NoSuchOperator"
+	if _, err := rt.NewSession(unknownOp.bytes(), nil); !errors.Is(err, ErrInvalidModel) {
+		t.Errorf("unknown operator: %v, want ErrInvalidModel", err)
+	}
+	expect("a model ONNX Runtime refuses", 3)
+
+	if _, err := rt.NewSession(addModel().bytes(), &SessionOptions{IntraOpThreads: -1}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("bad options: %v, want ErrInvalidOptions", err)
+	}
+	if _, err := rt.NewSession(nil, nil); !errors.Is(err, ErrInvalidModel) {
+		t.Errorf("no model: %v, want ErrInvalidModel", err)
+	}
+	expect("two sessions refused in Go", 3)
+	if n := inside.Load(); n != 0 {
+		t.Errorf("%d Building calls still inside", n)
+	}
+}
+
+// TestBuildingNeverBuilds: a Building that does not call build is an
+// error that names it, not a nil session.
+func TestBuildingNeverBuilds(t *testing.T) {
+	rt := openRuntimeBuilding(t, func(func()) {})
+	s, err := rt.NewSession(addModel().bytes(), nil)
+	if err == nil || s != nil {
+		t.Fatalf("NewSession = %v, %v; want an error", s, err)
+	}
+	if !strings.Contains(err.Error(), "Building") {
+		t.Errorf("error %q does not name Options.Building", err)
+	}
+	rt.mu.Lock()
+	open := len(rt.sessions)
+	rt.mu.Unlock()
+	if open != 0 {
+		t.Errorf("%d sessions registered", open)
+	}
+}
+
+// TestLoadThresholdSessions builds and runs sessions through LoadThreshold,
+// the Building mynahd uses.
+func TestLoadThresholdSessions(t *testing.T) {
+	rt := openRuntimeBuilding(t, LoadThreshold(128<<10, MaxMMapThreshold))
+	m, w := arenaModel()
+	x := make([]float32, 5*64)
+	for i := range x {
+		x[i] = float32(i%7) - 3
+	}
+	for _, opts := range []*SessionOptions{nil, {IntraOpThreads: 1, CPUArena: true, ArenaShrink: true}} {
+		s := newSession(t, rt, m, opts)
+		out, err := s.Run([]Tensor{{Name: "x", Shape: []int64{5, 64}, Float32: x}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !closeEnough(out[0].Float32, arenaModelWant(x, w)) {
+			t.Errorf("options %+v: y differs from the Go reference", opts)
+		}
+	}
+}
