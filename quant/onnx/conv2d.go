@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/mynah-tts/mynah/quant/onnx/onnxpb"
 )
 
@@ -12,9 +14,12 @@ import (
 // over a height of 1: each Conv and ConvTranspose whose weight is a float
 // initializer of rank 3 gets its input unsqueezed to [N, C, 1, L], its
 // weight reshaped to [.., .., 1, K] (the same bytes: only the dims
-// change), its attributes given a leading height entry, and its output
-// squeezed back, so the rest of the graph and the model's inputs and
-// outputs are as before. The result is the same convolution, but ONNX
+// change) and its attributes given a leading height entry. The 2-D form
+// flows on through the element-wise nodes after it (activations, and
+// Add/Sub/Mul/Div with another 2-D value or a constant of rank 0 or 1),
+// and is squeezed back only where something still reads the 1-D value,
+// so the rest of the graph and the model's inputs and outputs are as
+// before. The result is the same convolution, but ONNX
 // Runtime's CPU kernels run the 2-D form faster: its blocked (NCHWc)
 // convolutions, which graph optimization level "all" chooses on x86, are
 // for 2-D convolutions only, and its 1-D ConvTranspose is a slower path
@@ -23,12 +28,13 @@ import (
 // A weight shared with anything else than lifted convolutions, or that a
 // graph input can override, is left alone, and so is its node, as is any
 // node whose attributes do not have the 1-D lengths. Subgraphs are not
-// touched. It returns how many nodes it rewrote; m is changed in place.
+// touched. It returns how many convolutions it rewrote; m is changed in
+// place.
 func LiftConv1D(m *Model) (int, error) {
-	g := m.Graph()
-	if g == nil {
+	if m == nil || m.Graph() == nil {
 		return 0, fmt.Errorf("%w: model has no graph", ErrInvalidModel)
 	}
+	g := m.Graph()
 	inits := make(map[string]*onnxpb.TensorProto, len(g.GetInitializer()))
 	for _, t := range g.GetInitializer() {
 		inits[t.GetName()] = t
@@ -73,7 +79,9 @@ func LiftConv1D(m *Model) (int, error) {
 		}
 		if lifted[n] {
 			for _, out := range n.GetOutput() {
-				is2D[out] = true
+				if out != "" { // "" is an omitted output, and an omitted input too
+					is2D[out] = true
+				}
 			}
 		}
 	}
@@ -169,17 +177,31 @@ func LiftConv1D(m *Model) (int, error) {
 				t := inits[w]
 				t.Dims = []int64{t.Dims[0], t.Dims[1], 1, t.Dims[2]}
 			}
-			for _, a := range n.GetAttribute() {
+			for j, a := range n.GetAttribute() {
+				var ints []int64
 				switch a.GetName() {
-				case "kernel_shape", "dilations", "strides", "output_padding", "output_shape":
-					a.Ints = []int64{1, a.Ints[0]}
+				case "kernel_shape", "dilations", "strides", "output_shape":
+					ints = []int64{1, a.Ints[0]}
+				case "output_padding":
+					// Less than the stride, which is 1 in height.
+					ints = []int64{0, a.Ints[0]}
 				case "pads":
-					a.Ints = []int64{0, a.Ints[0], 0, a.Ints[1]}
+					ints = []int64{0, a.Ints[0], 0, a.Ints[1]}
+				default:
+					continue
 				}
+				// A new attribute: a model built in Go may share one
+				// between nodes, and each must be changed once.
+				a = proto.Clone(a).(*onnxpb.AttributeProto)
+				a.Ints = ints
+				n.Attribute[j] = a
 			}
 		}
 		nodes = append(nodes, n)
 		for i, out := range n.GetOutput() {
+			if out == "" {
+				continue
+			}
 			name2D[out] = fresh(out + "_2d")
 			n.Output[i] = name2D[out]
 			if need1D[out] {
@@ -188,9 +210,10 @@ func LiftConv1D(m *Model) (int, error) {
 		}
 	}
 	g.Node = nodes
-	// Shapes recorded for values that no longer exist in 1-D form.
+	// Shapes recorded for values that no longer exist in 1-D form, and for
+	// the weights, which have a new one.
 	g.ValueInfo = slices.DeleteFunc(g.ValueInfo, func(v *onnxpb.ValueInfoProto) bool {
-		return is2D[v.GetName()] && !need1D[v.GetName()]
+		return is2D[v.GetName()] && !need1D[v.GetName()] || reshaped[v.GetName()]
 	})
 	return count, nil
 }
@@ -251,9 +274,16 @@ func liftableConv(n *onnxpb.NodeProto, inits map[string]*onnxpb.TensorProto) boo
 	return true
 }
 
-// graphNames is every value and node name of g, so that new ones differ.
+// graphNames is every value and node name of g and of its subgraphs, so
+// that new ones differ: a subgraph sees the names around it, and ONNX
+// wants each name defined once in all the scopes that see it.
 func graphNames(g *onnxpb.GraphProto) map[string]bool {
 	names := make(map[string]bool)
+	addNames(g, names)
+	return names
+}
+
+func addNames(g *onnxpb.GraphProto, names map[string]bool) {
 	for _, v := range g.GetInput() {
 		names[v.GetName()] = true
 	}
@@ -266,6 +296,9 @@ func graphNames(g *onnxpb.GraphProto) map[string]bool {
 	for _, t := range g.GetInitializer() {
 		names[t.GetName()] = true
 	}
+	for _, t := range g.GetSparseInitializer() {
+		names[t.GetValues().GetName()] = true
+	}
 	for _, n := range g.GetNode() {
 		names[n.GetName()] = true
 		for _, s := range n.GetInput() {
@@ -274,18 +307,28 @@ func graphNames(g *onnxpb.GraphProto) map[string]bool {
 		for _, s := range n.GetOutput() {
 			names[s] = true
 		}
+		for _, a := range n.GetAttribute() {
+			for _, sub := range subgraphs(a) {
+				addNames(sub, names)
+			}
+		}
 	}
-	return names
+}
+
+// subgraphs returns the graphs an attribute holds (If branches, Loop and
+// Scan bodies).
+func subgraphs(a *onnxpb.AttributeProto) []*onnxpb.GraphProto {
+	graphs := a.GetGraphs()
+	if a.GetG() != nil {
+		graphs = append(slices.Clip(graphs), a.GetG())
+	}
+	return graphs
 }
 
 // countSubgraphUses counts in uses (when not nil) what the subgraphs of a
 // read, and calls seen (when not nil) with each name.
 func countSubgraphUses(a *onnxpb.AttributeProto, uses map[string]int, seen func(string)) {
-	graphs := append([]*onnxpb.GraphProto(nil), a.GetGraphs()...)
-	if a.GetG() != nil {
-		graphs = append(graphs, a.GetG())
-	}
-	for _, sub := range graphs {
+	for _, sub := range subgraphs(a) {
 		for _, n := range sub.GetNode() {
 			for _, in := range n.GetInput() {
 				if uses != nil {
