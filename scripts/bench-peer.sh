@@ -124,7 +124,8 @@ awk -v rounds="${MYNAH_PEER_ROUNDS:-3}" -v starts="${MYNAH_PEER_STARTS:-5}" '
     print "| metric | mynah | sherpa | mynah/sherpa |"
     print "|---|---|---|---|"
     row("synthesis per sentence (ms)", "synth-ms/sentence", 1)
-    row("cold model load in process (ms)", "load-ms", 1)
+    row("model load in process, first start (ms)", "firstload-ms", 1)
+    row("model load in process, later starts (ms)", "load-ms", 1)
     row("process start → ready (ms)", "ready-ms", 1)
     row("peak RSS, load + 10 sentences (MB)", "peak-MB", 1)
     row("peak RSS once loaded (MB)", "loadpeak-MB", 1)

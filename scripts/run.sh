@@ -25,6 +25,8 @@ if [ ! -f "$conf" ]; then
 node: mynah
 voices:
   dir: $root/var/voices
+onnx:
+  optimized_dir: $root/var/optimized
 cache:
   file: $root/var/cache.db
 audio:

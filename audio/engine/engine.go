@@ -177,9 +177,39 @@ func Open(o *Options) (*Engine, error) {
 	so.Memory = mem
 	vs.sessions = newSessionLRU(so)
 	if o.ReleaseMemory != nil {
-		vs.keeper = startMemoryKeeper(o.ReleaseMemory, memoryIdleRelease, memoryBusyRelease)
+		release := o.ReleaseMemory
+		vs.keeper = startMemoryKeeper(func(idle bool) {
+			if idle {
+				vs.releaseVoiceMemory()
+			}
+			release()
+		}, memoryIdleRelease, memoryBusyRelease)
 	}
 	return vs, nil
+}
+
+// memoryReleaser is a loaded voice that can give back memory it keeps
+// between runs (a Piper voice's ONNX Runtime arena).
+type memoryReleaser interface {
+	releaseMemory() error
+}
+
+// releaseVoiceMemory has the loaded voices give back what they keep
+// between runs: the memory keeper calls it once the engine is idle,
+// before Options.ReleaseMemory returns the freed pages to the kernel. A
+// voice closed meanwhile is skipped.
+func (vs *Engine) releaseVoiceMemory() {
+	var voices []*loadedVoice
+	vs.sessions.Each(func(_ string, v *loadedVoice) { voices = append(voices, v) })
+	for _, v := range voices {
+		r, ok := v.model.(memoryReleaser)
+		if !ok {
+			continue
+		}
+		if err := r.releaseMemory(); err != nil && !errors.Is(err, ort.ErrClosed) {
+			vs.log.Debug("voice memory not released", "voice", v.name, "err", err)
+		}
+	}
 }
 
 // synthesizing marks synthesis for the memory keeper; call the func it

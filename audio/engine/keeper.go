@@ -20,9 +20,9 @@ const (
 // once the engine has been idle a while after a burst, and every so often
 // during a long one.
 type memoryKeeper struct {
-	release func()
-	idle    time.Duration // after the last synthesis ended
-	busy    time.Duration // between releases while synthesis goes on
+	release func(idle bool) // idle: no synthesis is running
+	idle    time.Duration   // after the last synthesis ended
+	busy    time.Duration   // between releases while synthesis goes on
 
 	running atomic.Int64 // synthesis calls in progress
 	dirty   atomic.Bool  // synthesis since the last release
@@ -33,7 +33,7 @@ type memoryKeeper struct {
 }
 
 // startMemoryKeeper starts the keeper's goroutine; close stops it.
-func startMemoryKeeper(release func(), idle, busy time.Duration) *memoryKeeper {
+func startMemoryKeeper(release func(idle bool), idle, busy time.Duration) *memoryKeeper {
 	k := &memoryKeeper{release: release, idle: idle, busy: busy, stop: make(chan struct{})}
 	k.wg.Add(1)
 	go k.loop()
@@ -66,7 +66,7 @@ func (k *memoryKeeper) loop() {
 				continue
 			}
 			k.dirty.Store(false)
-			k.release()
+			k.release(k.running.Load() == 0)
 			lastRelease = time.Now()
 		}
 	}

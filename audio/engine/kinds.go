@@ -13,6 +13,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/cache"
+	"github.com/mynah-tts/mynah/quant/ort"
 )
 
 // Voice kinds: a plain Piper directory, or a bundle whose voice.json names
@@ -135,7 +136,7 @@ func (vs *Engine) loadPrecision(name, kind, path, precision string) (*loadedVoic
 		v = piperVoice(name, p)
 	case kindStyle:
 		s, err := voice.LoadStyle(vs.rt, path, &voice.StyleOptions{
-			Session: vs.opts.Session, KeepConv1D: vs.opts.KeepConv1D, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger, Precision: precision,
+			Session: shrinking(vs.opts.Session), KeepConv1D: vs.opts.KeepConv1D, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger, Precision: precision,
 		})
 		if err != nil {
 			return nil, err
@@ -202,6 +203,20 @@ type piperPlan struct {
 
 func piperVoice(name string, v *voice.Piper) *loadedVoice {
 	return &loadedVoice{name: name, kind: kindPiper, info: v.Info(), silence: v.SilenceAfter(), model: piperModel{name, v}}
+}
+
+func (m piperModel) releaseMemory() error { return m.v.ReleaseMemory() }
+
+// shrinking is so for the voices that have no releaseMemory: with the
+// arena, it is given back after every run (ort.SessionOptions.ArenaShrink)
+// instead of when the engine is idle.
+func shrinking(so *ort.SessionOptions) *ort.SessionOptions {
+	if so == nil || !so.CPUArena {
+		return so
+	}
+	o := *so
+	o.ArenaShrink = true
+	return &o
 }
 
 func (m piperModel) prepare(_ context.Context, r Request) (plan, error) {
@@ -288,7 +303,7 @@ type pipelinePlan struct {
 // loadPipeline loads a cloning voice.
 func (vs *Engine) loadPipeline(name, path, precision string) (*loadedVoice, error) {
 	p, err := voice.LoadPipeline(vs.rt, path, &voice.PipelineOptions{
-		Session: vs.opts.Session, KeepConv1D: vs.opts.KeepConv1D, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger, Precision: precision,
+		Session: shrinking(vs.opts.Session), KeepConv1D: vs.opts.KeepConv1D, SentenceSilence: vs.opts.SentenceSilence, Logger: vs.opts.Logger, Precision: precision,
 	})
 	if err != nil {
 		return nil, err

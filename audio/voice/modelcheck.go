@@ -3,6 +3,7 @@ package voice
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,17 +17,64 @@ import (
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
-// openModelFile reads the model file at path once, checks it in Go
+// openModelFile opens the model file at path as a session: from the
+// optimized-model cache when it holds the file's entry (cache may be nil),
+// else by readModelFile, keeping what ONNX Runtime made of it in the
+// cache for the next time. The returned model carries the file's sha256
+// and size only.
+func openModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D bool, cache *optimizedCache) (*ort.Session, *onnx.Model, error) {
+	var (
+		key, tmp string
+		st       os.FileInfo
+	)
+	if cache != nil {
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		if fi, err := os.Stat(path); err == nil {
+			st, key = fi, optimizedKey(rt, path, fi, so, keep1D)
+		}
+	}
+	if key != "" {
+		sess, model, err := cache.open(rt, key, path, st, so)
+		if err == nil {
+			return sess, model, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			cache.log.Warn("optimized model unusable, rebuilt from the model file", "model", path, "err", err)
+		}
+		if tmp, err = cache.tempPath(key); err != nil {
+			cache.log.Warn("optimized model not kept", "dir", cache.dir, "err", err)
+		}
+	}
+	sess, model, err := readModelFile(rt, path, so, keep1D, tmp)
+	if tmp == "" {
+		return sess, model, err
+	}
+	if err != nil || model.Size != st.Size() {
+		os.Remove(tmp) // a failed load, or a file that changed under it
+		return sess, model, err
+	}
+	meta := optimizedMeta{Source: path, SourceSize: st.Size(), SourceMtime: st.ModTime().UnixNano(),
+		SourceSHA256: model.Digest, Inputs: sess.Inputs(), Outputs: sess.Outputs()}
+	if err := cache.store(key, tmp, meta); err != nil {
+		cache.log.Warn("optimized model not kept", "dir", cache.dir, "err", err)
+	}
+	return sess, model, nil
+}
+
+// readModelFile reads the model file at path once, checks it in Go
 // (checkModel) and hands ONNX Runtime the very bytes that were checked, or
 // the checked model with its 1-D convolutions lifted to 2-D (liftModel)
-// unless keep1D. The returned model carries the file's sha256 and size
-// only. The digest names the model for caches (it is not compared with
-// anything), so it is computed while the model is checked, lifted and
-// built into a session, on another core where there is one: on a 60 MB
-// voice it is 35 ms, a fifth of the load. The bytes are freed before it
-// returns (newModelBuffer), those of the file as soon as they are hashed
-// when the session is built from a lifted copy.
-func openModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D bool) (*ort.Session, *onnx.Model, error) {
+// unless keep1D; saveOptimized is ort.SessionOptions.SaveOptimized. The
+// returned model carries the file's sha256 and size only. The digest
+// names the model for caches (it is not compared with anything), so it is
+// computed while the model is checked, lifted and built into a session,
+// on another core where there is one: on a 60 MB voice it is 35 ms, a
+// fifth of the load. The bytes are freed before it returns
+// (newModelBuffer), those of the file as soon as they are hashed when the
+// session is built from a lifted copy.
+func readModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D bool, saveOptimized string) (*ort.Session, *onnx.Model, error) {
 	data, free, err := readModel(path)
 	if err != nil {
 		return nil, nil, err
@@ -51,18 +99,23 @@ func openModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D 
 	if err != nil {
 		return fail(fmt.Errorf("read model %s: %w", path, err))
 	}
-	model, freeModel := data, free
+	model, freeModel, lifted := data, free, false
 	if !keep1D {
-		lifted, freeLifted, err := liftModel(m)
+		out, freeOut, err := liftModel(m)
 		if err != nil {
 			return fail(fmt.Errorf("%s: %w", path, err))
 		}
-		if lifted != nil {
-			model, freeModel = lifted, freeLifted
+		if out != nil {
+			model, freeModel, lifted = out, freeOut, true
 		}
 	}
-	drop <- &model[0] != &data[0]
-	sess, err := rt.NewSession(model, so)
+	drop <- lifted
+	var o ort.SessionOptions
+	if so != nil {
+		o = *so
+	}
+	o.SaveOptimized = saveOptimized
+	sess, err := rt.NewSession(model, &o)
 	sum := <-digest
 	freeModel()
 	if err != nil {

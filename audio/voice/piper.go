@@ -57,6 +57,12 @@ type PiperOptions struct {
 	// (BenchmarkSynthesizeOneThread has the figures), for a longer load
 	// (BenchmarkLoadPiper).
 	KeepConv1D bool
+	// OptimizedDir keeps what ONNX Runtime makes of each model (its
+	// optimized graph, in ONNX Runtime's own format) so that the next load
+	// of the same file with the same ONNX Runtime, CPU and options skips
+	// the optimizing: see optimized.go. "" keeps nothing. Used for the CPU
+	// provider (and auto) only.
+	OptimizedDir string
 	// SentenceSilence is the pause appended after every sentence but the
 	// last; 0 means Piper's default of 0.2 s, negative means none.
 	SentenceSilence time.Duration
@@ -193,7 +199,11 @@ func LoadPiper(rt *ort.Runtime, path string, opts *PiperOptions) (*Piper, error)
 	if err != nil {
 		return nil, fmt.Errorf("load voice: %w", err)
 	}
-	sess, model, err := openModelFile(rt, modelPath, o.Session, o.KeepConv1D)
+	var cache *optimizedCache
+	if o.OptimizedDir != "" {
+		cache = &optimizedCache{dir: o.OptimizedDir, log: o.Logger}
+	}
+	sess, model, err := openModelFile(rt, modelPath, o.Session, o.KeepConv1D, cache)
 	if err != nil {
 		return nil, fmt.Errorf("load voice: %w", err)
 	}
@@ -201,6 +211,13 @@ func LoadPiper(rt *ort.Runtime, path string, opts *PiperOptions) (*Piper, error)
 	if err != nil {
 		sess.Close()
 		return nil, fmt.Errorf("load voice %s: %w", modelPath, err)
+	}
+	// With the arena, a first small run: ONNX Runtime's one-off work for
+	// a session's first run is done before a request waits on it, and the
+	// arena's first region, which it never gives back, is the small one
+	// this run needs rather than the first sentence's.
+	if err := p.ReleaseMemory(); err != nil {
+		o.Logger.Warn("voice: first run failed", "model", modelPath, "err", err)
 	}
 	p.info.Name = strings.TrimSuffix(filepath.Base(modelPath), ".onnx")
 	p.info.ModelPath = modelPath
@@ -497,15 +514,7 @@ func (p *Piper) SynthesizeSentence(s string, prm Params) (audio.PCM, int, error)
 	if len(ids) > MaxPhonemeIDs {
 		return audio.PCM{}, n, fmt.Errorf("%w: %d phoneme ids, limit %d", ErrTooManyFrames, len(ids), MaxPhonemeIDs)
 	}
-	inputs := []ort.Tensor{
-		{Name: "input", Shape: []int64{1, int64(len(ids))}, Int64: ids},
-		{Name: "input_lengths", Shape: []int64{1}, Int64: []int64{int64(len(ids))}},
-		{Name: "scales", Shape: []int64{3}, Float32: []float32{prm.NoiseScale, prm.LengthScale, prm.NoiseW}},
-	}
-	if p.hasSID {
-		inputs = append(inputs, ort.Tensor{Name: "sid", Shape: []int64{1}, Int64: []int64{prm.Speaker}})
-	}
-	outs, err := p.sess.Run(inputs)
+	outs, err := p.sess.Run(p.inputs(ids, prm))
 	if err != nil {
 		return audio.PCM{}, n, fmt.Errorf("run model: %w", err)
 	}
@@ -514,6 +523,49 @@ func (p *Piper) SynthesizeSentence(s string, prm Params) (audio.PCM, int, error)
 		return audio.PCM{}, n, fmt.Errorf("%w: %d samples, limit %d", ErrTooManyFrames, len(wave), max)
 	}
 	return audio.FromFloat32(wave, p.cfg.Audio.SampleRate), n, nil
+}
+
+// inputs are the model's inputs for one run.
+func (p *Piper) inputs(ids []int64, prm Params) []ort.Tensor {
+	inputs := []ort.Tensor{
+		{Name: "input", Shape: []int64{1, int64(len(ids))}, Int64: ids},
+		{Name: "input_lengths", Shape: []int64{1}, Int64: []int64{int64(len(ids))}},
+		{Name: "scales", Shape: []int64{3}, Float32: []float32{prm.NoiseScale, prm.LengthScale, prm.NoiseW}},
+	}
+	if p.hasSID {
+		inputs = append(inputs, ort.Tensor{Name: "sid", Shape: []int64{1}, Int64: []int64{prm.Speaker}})
+	}
+	return inputs
+}
+
+// arenaReleaser is a session whose memory arena can be given back
+// (ort.Session.ReleaseArena).
+type arenaReleaser interface {
+	ReleaseArena(inputs []ort.Tensor) error
+}
+
+// releaseText is what ReleaseMemory runs the model on: a word, the
+// smallest input that is sure to make audio.
+const releaseText = "a"
+
+// ReleaseMemory gives back the memory ONNX Runtime's arena kept from the
+// voice's runs (ort.SessionOptions.CPUArena without ArenaShrink), by one
+// run on a single word; without the arena it does nothing. The engine
+// calls it once it is idle, so that memory kept to speed up a burst of
+// sentences does not outlast the burst.
+func (p *Piper) ReleaseMemory() error {
+	r, ok := p.sess.(arenaReleaser)
+	if !ok {
+		return nil
+	}
+	ids, _, err := p.phonemeIDs(releaseText)
+	if err != nil {
+		return fmt.Errorf("release memory: %w", err)
+	}
+	if err := r.ReleaseArena(p.inputs(ids, Params{LengthScale: 1})); err != nil {
+		return fmt.Errorf("release memory: %w", err)
+	}
+	return nil
 }
 
 // mostlyHan reports whether s is a Chinese sentence: more Han characters

@@ -157,7 +157,8 @@ func runSay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Dir:     loc.dir,
 		Default: loc.name,
 		Piper: &voice.PiperOptions{
-			Session:         &ort.SessionOptions{Provider: provider, IntraOpThreads: f.threads},
+			// As mynahd's default onnx.arena; the process ends after the say.
+			Session:         &ort.SessionOptions{Provider: provider, IntraOpThreads: f.threads, CPUArena: true},
 			SentenceSilence: f.silence,
 			Logger:          log.With("component", "voice"),
 		},

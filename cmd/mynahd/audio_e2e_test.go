@@ -35,7 +35,7 @@ func TestAudioDeviceComesBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "mynahd.yaml")
-	os.WriteFile(conf, []byte("node: den\nmqtt:\n  broker: "+broker.URL()+"\nvoices:\n  dir: "+dir+"\ncache:\n  file: \"\"\nlog:\n  level: warn\n"), 0o600)
+	os.WriteFile(conf, []byte("node: den\nmqtt:\n  broker: "+broker.URL()+"\nvoices:\n  dir: "+dir+"\nonnx:\n  optimized_dir: "+dir+"/optimized\ncache:\n  file: \"\"\nlog:\n  level: warn\n"), 0o600)
 	cmd := exec.Command(bin, "-config", conf)
 	cmd.Env = env
 	out, err := os.Create(filepath.Join(dir, "stderr"))

@@ -77,6 +77,7 @@ func benchPublish(b *testing.B, cached, chime bool) {
 	cfg := config.Default()
 	cfg.Node = "bench"
 	cfg.Voices.Dir = b.TempDir()
+	cfg.ONNX.OptimizedDir = b.TempDir()
 	var store *cache.Store
 	if cached {
 		var err error
@@ -202,7 +203,7 @@ func BenchmarkStartToReady(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N*starts; i++ {
 		listen := freeAddr(b)
-		os.WriteFile(conf, []byte("node: bench\nmqtt:\n  embedded_listen: "+listen+"\nvoices:\n  dir: "+dir+"\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  level: warn\n"), 0o600)
+		os.WriteFile(conf, []byte("node: bench\nmqtt:\n  embedded_listen: "+listen+"\nvoices:\n  dir: "+dir+"\nonnx:\n  optimized_dir: "+dir+"/optimized\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  level: warn\n"), 0o600)
 		sd := systemdtest.New(b)
 		cmd := exec.Command(bin, "-config", conf)
 		start := time.Now()

@@ -54,6 +54,7 @@ func testConfig(t *testing.T, broker, device string) config.Config {
 	}
 	cfg.Audio.Device = device
 	cfg.Cache.File = filepath.Join(cfg.Voices.Dir, "cache.db")
+	cfg.ONNX.OptimizedDir = t.TempDir()
 	cfg.Log.Level = "warn"
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

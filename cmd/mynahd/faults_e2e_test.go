@@ -246,7 +246,7 @@ func TestSpoolSurvivesTheCacheFile(t *testing.T) {
 			dir := t.TempDir()
 			conf := filepath.Join(dir, "mynahd.yaml")
 			if err := os.WriteFile(conf, []byte("node: den\nmqtt:\n  broker: "+broker.URL()+"\nvoices:\n  dir: "+dir+
-				"\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  level: info\n"), 0o600); err != nil {
+				"\nonnx:\n  optimized_dir: "+dir+"/optimized\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  level: info\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			if tc.before != nil {
@@ -355,7 +355,7 @@ func TestAnswerSurvivesBrokerOutageAndCrash(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "mynahd.yaml")
 	if err := os.WriteFile(conf, []byte("node: den\nmqtt:\n  broker: "+broker.URL()+"\n  keepalive: 2s\nvoices:\n  dir: "+dir+
-		"\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  level: info\n"), 0o600); err != nil {
+		"\nonnx:\n  optimized_dir: "+dir+"/optimized\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  level: info\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	evs := collectEvents(mqtttest.SubscribeSession(t, broker.URL(), "mynah/den/event", "crash-watcher"))

@@ -44,7 +44,7 @@ func TestLifecycleUnderSystemd(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "mynahd.yaml")
 	wyomingAddr := freeAddr(t)
-	os.WriteFile(conf, []byte("node: hall\nmqtt:\n  broker: "+broker.URL()+"\nvoices:\n  dir: "+dir+"\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  format: journal\nwyoming:\n  listen: "+wyomingAddr+"\n"), 0o600)
+	os.WriteFile(conf, []byte("node: hall\nmqtt:\n  broker: "+broker.URL()+"\nvoices:\n  dir: "+dir+"\nonnx:\n  optimized_dir: "+dir+"/optimized\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  format: journal\nwyoming:\n  listen: "+wyomingAddr+"\n"), 0o600)
 	sd := systemdtest.New(t)
 
 	status := mqtttest.Subscribe(t, broker.URL(), daemon.StatusTopic("hall"))

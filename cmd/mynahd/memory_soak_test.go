@@ -344,8 +344,8 @@ func runSoak(tb testing.TB, bin string, plan soakPlan) soakResult {
 	if l := os.Getenv("MYNAH_SOAK_LOG"); l != "" {
 		level = l
 	}
-	yaml := fmt.Sprintf("node: %s\nmqtt:\n  broker: %s\nvoices:\n  dir: %s\ncache:\n  file: %s\naudio:\n  device: \"wav:%s\"\nlog:\n  level: %s\n",
-		node, broker.URL(), dir, cacheFile, filepath.Join(dir, "speech.wav"), level)
+	yaml := fmt.Sprintf("node: %s\nmqtt:\n  broker: %s\nvoices:\n  dir: %s\nonnx:\n  optimized_dir: %s\ncache:\n  file: %s\naudio:\n  device: \"wav:%s\"\nlog:\n  level: %s\n",
+		node, broker.URL(), dir, filepath.Join(dir, "optimized"), cacheFile, filepath.Join(dir, "speech.wav"), level)
 	if err := os.WriteFile(conf, []byte(yaml), 0o600); err != nil {
 		tb.Fatal(err)
 	}

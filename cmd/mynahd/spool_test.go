@@ -32,7 +32,7 @@ func TestSpoolSurvivesSIGKILL(t *testing.T) {
 	// The null sink plays in real time, so the queue stays full while
 	// the first request speaks.
 	err := os.WriteFile(conf, []byte("node: den\nmqtt:\n  broker: "+broker.URL()+"\nvoices:\n  dir: "+dir+
-		"\ncache:\n  file: "+db+"\naudio:\n  device: \"null\"\nlog:\n  level: info\n"), 0o600)
+		"\nonnx:\n  optimized_dir: "+dir+"/optimized\ncache:\n  file: "+db+"\naudio:\n  device: \"null\"\nlog:\n  level: info\n"), 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,7 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, notify *
 		Piper: &voice.PiperOptions{
 			Session:         sessionOptions(cfg.ONNX),
 			KeepConv1D:      !cfg.ONNX.LiftConv1D,
+			OptimizedDir:    cfg.ONNX.OptimizedDir,
 			SentenceSilence: silence(cfg.Audio.SentenceSilence),
 			Logger:          log.With("component", "voice"),
 		},
@@ -67,9 +68,11 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, notify *
 }
 
 // sessionOptions are the voices' ONNX Runtime settings from the onnx
-// section: the arena, when on, given back after every run.
+// section. The arena, when on, is kept while the engine speaks and given
+// back once it is idle (engine: Piper voices by one small run, the other
+// kinds after every run).
 func sessionOptions(c config.ONNX) *ort.SessionOptions {
-	return &ort.SessionOptions{Provider: ort.Provider(c.Provider), IntraOpThreads: c.Threads, CPUArena: c.Arena, ArenaShrink: c.Arena}
+	return &ort.SessionOptions{Provider: ort.Provider(c.Provider), IntraOpThreads: c.Threads, CPUArena: c.Arena}
 }
 
 // The engine speaks the daemon's words (package speech), so it is the

@@ -47,6 +47,7 @@ func benchWyoming(b *testing.B, cached bool) {
 	cfg := config.Default()
 	cfg.Node = "bench"
 	cfg.Voices.Dir = b.TempDir()
+	cfg.ONNX.OptimizedDir = b.TempDir()
 	cfg.MQTT.EmbeddedListen = freeAddr(b)
 	cfg.Audio.Device = "null"
 	cfg.Cache.File = ""

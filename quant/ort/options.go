@@ -132,27 +132,27 @@ type SessionOptions struct {
 	GraphOptimization GraphOptimization
 
 	// CPUArena turns on ONNX Runtime's CPU memory arena: a run's tensors
-	// come from memory the session keeps, instead of malloc and free per
-	// tensor per run. Off (the default) keeps the memory of a run for no
-	// longer than the run: the arena never gives back what its largest
-	// run needed until the session closes, and onnxruntime_go offers no
-	// way to shrink it. What it buys depends on the C allocator: under
-	// mynahd's glibc settings (256 KiB mmap threshold, every larger tensor
-	// its own mapping, faulted in again each run) synthesis on one thread
-	// takes about half the time (audio/voice BenchmarkSynthesizeOneThread:
-	// the 15 M-parameter bench voice 1305 -> 728 ms a sentence, the demo
-	// voice 28.5 -> 13.7 ms, system time 7.7 s -> 0.7 s; with glibc's
-	// defaults 1000 -> 746 ms and 16.6 -> 13.7 ms), and the daemon's memory
-	// soak on the demo voice keeps 96.5 MB instead of 72.5 MB after 30 s
-	// idle (its budget is 80 MB) with the same 110 MB peak. Turn it on
-	// where synthesis speed matters more than idle memory.
+	// come from a few large regions the session keeps, instead of malloc
+	// and free per tensor per run. Off (this package's default) keeps the
+	// memory of a run for no longer than the run; on, the arena keeps
+	// what its largest run needed until ReleaseArena, Close, or (with
+	// ArenaShrink) the end of each run. What it buys depends on the C
+	// allocator: under mynahd's glibc settings (256 KiB mmap threshold,
+	// every larger tensor its own mapping, faulted in again each run)
+	// synthesis on one thread takes about half the time (audio/voice
+	// BenchmarkSynthesizeOneThread: the 15 M-parameter bench voice
+	// 1305 -> 728 ms a sentence, the demo voice 28.5 -> 13.7 ms, system
+	// time 7.7 s -> 0.7 s).
 	CPUArena bool
 
 	// ArenaShrink, with CPUArena, has the arena give back its free regions
 	// at the end of every run (ONNX Runtime's run option
 	// memory.enable_memory_arena_shrinkage): a run's tensors still come
 	// from a few large regions instead of a malloc each, but the memory
-	// of a run lasts no longer than the run.
+	// of a run lasts no longer than the run, and the next run maps and
+	// faults its regions in again. Without it the arena keeps its regions
+	// until Session.ReleaseArena (which mynah's Piper voices call once the
+	// engine is idle) or Close.
 	ArenaShrink bool
 
 	// MemoryPattern turns on ONNX Runtime's memory patterns: a run's
@@ -169,6 +169,15 @@ type SessionOptions struct {
 	// tiny runs (autoregressive decoding) on an otherwise idle machine.
 	Spin bool
 
+	// SaveOptimized, when set, is a file ONNX Runtime writes the model to
+	// once it has optimized it, in its own format (the graph rewrites of
+	// GraphOptimization done, the weights laid out for this CPU's
+	// kernels), when it builds the session on the CPU provider: a later
+	// NewSessionORT of that file skips the optimizing. The file is only
+	// good for the same ONNX Runtime release on a CPU with the same
+	// instruction set.
+	SaveOptimized string
+
 	// Provider selects the execution provider; "" means ProviderAuto.
 	Provider Provider
 
@@ -178,6 +187,10 @@ type SessionOptions struct {
 
 	// CUDADevice is the GPU index for the cuda and tensorrt providers.
 	CUDADevice int
+
+	// ortFormat: the model is in ONNX Runtime's format and its buffer
+	// outlives the session (NewSessionORT).
+	ortFormat bool
 }
 
 // normalize fills defaults and checks ranges, naming the bad field.

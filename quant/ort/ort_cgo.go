@@ -148,7 +148,8 @@ var graphLevels = map[GraphOptimization]onnx.GraphOptimizationLevel{
 type backendSession struct {
 	ds      *onnx.DynamicAdvancedSession
 	outputs []TensorInfo
-	ro      *onnx.RunOptions // nil: ONNX Runtime's defaults
+	ro      *onnx.RunOptions // every run's; nil: ONNX Runtime's defaults
+	shrink  *onnx.RunOptions // ReleaseArena's; nil without the arena
 }
 
 // newBackendSession creates the session on exactly one provider.
@@ -160,6 +161,14 @@ func newBackendSession(model []byte, inputs, outputs []TensorInfo, so SessionOpt
 	defer opts.Destroy()
 	if err := configure(opts, so); err != nil {
 		return nil, fmt.Errorf("session options: %w", err)
+	}
+	if so.SaveOptimized != "" && p == ProviderCPU {
+		if err := opts.SetOptimizedModelFilePath(so.SaveOptimized); err != nil {
+			return nil, fmt.Errorf("session options: save optimized: %w", err)
+		}
+		if err := opts.AddSessionConfigEntry("session.save_model_format", "ORT"); err != nil {
+			return nil, fmt.Errorf("session options: save format: %w", err)
+		}
 	}
 	if err := appendProvider(opts, so, p); err != nil {
 		return nil, fmt.Errorf("provider %s: %w: %s (it needs a GPU build of ONNX Runtime with libonnxruntime_providers_%s.so next to the library)",
@@ -181,10 +190,13 @@ func newBackendSession(model []byte, inputs, outputs []TensorInfo, so SessionOpt
 		return nil, fmt.Errorf("%w: %s", ErrInvalidModel, ortMessage(err))
 	}
 	b := &backendSession{ds: ds, outputs: outputs}
-	if so.CPUArena && so.ArenaShrink {
-		if b.ro, err = newRunConfig(map[string]string{runKeyArenaShrink: "cpu:0"}); err != nil {
+	if so.CPUArena {
+		if b.shrink, err = newRunConfig(map[string]string{runKeyArenaShrink: "cpu:0"}); err != nil {
 			ds.Destroy()
 			return nil, err
+		}
+		if so.ArenaShrink {
+			b.ro = b.shrink
 		}
 	}
 	return b, nil
@@ -210,6 +222,15 @@ func configure(opts *onnx.SessionOptions, so SessionOptions) error {
 	}
 	if err := opts.SetMemPattern(so.MemoryPattern); err != nil {
 		return fmt.Errorf("memory pattern: %w", err)
+	}
+	if so.ortFormat {
+		// ONNX Runtime reads the model, weights included, where it lies
+		// instead of copying it: the caller keeps it for the session.
+		for _, key := range []string{"session.use_ort_model_bytes_directly", "session.use_ort_model_bytes_for_initializers"} {
+			if err := opts.AddSessionConfigEntry(key, "1"); err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+		}
 	}
 	if !so.Spin {
 		for _, key := range []string{"session.intra_op.allow_spinning", "session.inter_op.allow_spinning"} {
@@ -303,16 +324,17 @@ func (b *backendSession) destroy() error {
 	}
 	err := b.ds.Destroy()
 	b.ds = nil
-	if b.ro != nil {
-		b.ro.Destroy()
-		b.ro = nil
+	if b.shrink != nil {
+		b.shrink.Destroy() // b.ro is b.shrink or nil
+		b.shrink, b.ro = nil, nil
 	}
 	return err
 }
 
-// run executes the session. in is in model order and validated; out is in
+// run executes the session, with the arena shrunk at the end when shrink
+// (and there is an arena). in is in model order and validated; out is in
 // model order with caller-shaped outputs filled in and the rest zero.
-func (b *backendSession) run(in, out []Tensor) ([]Tensor, error) {
+func (b *backendSession) run(in, out []Tensor, shrink bool) ([]Tensor, error) {
 	// The tensors below point ONNX Runtime at Go slices for the length of
 	// the run; pinning makes that legal under the cgo pointer rules.
 	var pin runtime.Pinner
@@ -355,7 +377,11 @@ func (b *backendSession) run(in, out []Tensor) ([]Tensor, error) {
 		outVals[i] = v
 	}
 
-	if err := b.ds.RunWithOptions(inVals, outVals, b.ro); err != nil {
+	ro := b.ro
+	if shrink {
+		ro = b.shrink
+	}
+	if err := b.ds.RunWithOptions(inVals, outVals, ro); err != nil {
 		destroyAll(outVals)
 		return nil, errors.New(ortMessage(err))
 	}

@@ -22,6 +22,6 @@ func newBackendSession([]byte, []TensorInfo, []TensorInfo, SessionOptions, Provi
 
 func (*backendSession) metadata() (map[string]string, error) { return nil, ErrUnsupported }
 
-func (*backendSession) run([]Tensor, []Tensor) ([]Tensor, error) { return nil, ErrUnsupported }
+func (*backendSession) run([]Tensor, []Tensor, bool) ([]Tensor, error) { return nil, ErrUnsupported }
 
 func (*backendSession) destroy() error { return nil }

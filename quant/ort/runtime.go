@@ -160,24 +160,42 @@ func (r *Runtime) NewSession(model []byte, opts *SessionOptions) (*Session, erro
 	}
 	r.busy.RLock()
 	defer r.busy.RUnlock()
-	r.mu.Lock()
-	closed := r.closed
-	r.mu.Unlock()
-	if closed {
+	if r.isClosed() {
 		return nil, fmt.Errorf("new session: runtime: %w", ErrClosed)
 	}
-
 	inputs, outputs, err := modelIO(model)
 	if err != nil {
 		return nil, fmt.Errorf("new session: %w", err)
 	}
+	s, err := r.build(model, inputs, outputs, so)
+	if err != nil {
+		return nil, fmt.Errorf("new session: %w", err)
+	}
+	return s, nil
+}
+
+func (r *Runtime) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
+// build makes the session on the first provider of so's plan that works
+// and registers it; r.busy is held shared.
+func (r *Runtime) build(model []byte, inputs, outputs []TensorInfo, so SessionOptions) (*Session, error) {
 	var (
 		b        *backendSession
 		used     Provider
 		failures []string
+		err      error
 	)
 	plan := so.providerPlan()
+	built := false
 	r.building(func() {
+		if built {
+			return // a second call must not make a second session
+		}
+		built = true
 		for i, p := range plan {
 			b, err = newBackendSession(model, inputs, outputs, so, p)
 			if err == nil {
@@ -194,7 +212,7 @@ func (r *Runtime) NewSession(model []byte, opts *SessionOptions) (*Session, erro
 		err = errors.New("Options.Building did not build the session")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("new session: %w", err)
+		return nil, err
 	}
 	if len(failures) > 0 {
 		r.logFallback(used, failures)
@@ -202,15 +220,15 @@ func (r *Runtime) NewSession(model []byte, opts *SessionOptions) (*Session, erro
 	meta, err := b.metadata()
 	if err != nil {
 		b.destroy()
-		return nil, fmt.Errorf("new session: model metadata: %w", err)
+		return nil, fmt.Errorf("model metadata: %w", err)
 	}
-	s := &Session{rt: r, provider: used, inputs: inputs, outputs: outputs, meta: meta, b: b}
+	s := &Session{rt: r, provider: used, inputs: inputs, outputs: outputs, meta: meta, b: b, arena: so.CPUArena}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		b.destroy()
-		return nil, fmt.Errorf("new session: runtime: %w", ErrClosed)
+		return nil, fmt.Errorf("runtime: %w", ErrClosed)
 	}
 	r.sessions[s] = struct{}{}
 	return s, nil

@@ -20,6 +20,8 @@ type Session struct {
 	mu     sync.RWMutex // Run holds it shared, Close exclusively
 	closed bool
 	b      *backendSession
+	free   func() // after the session is destroyed (NewSessionORT's buffer)
+	arena  bool   // SessionOptions.CPUArena
 }
 
 // Provider is the execution provider the session actually uses (never
@@ -60,6 +62,23 @@ func (s *Session) Run(inputs []Tensor) ([]Tensor, error) {
 // straight into Go memory, saving a copy. Outputs not listed are allocated by
 // ONNX Runtime as in Run. The result lists every output in model order.
 func (s *Session) RunWithOutputs(inputs, outputs []Tensor) ([]Tensor, error) {
+	return s.run(inputs, outputs, false)
+}
+
+// ReleaseArena has a session with SessionOptions.CPUArena give the
+// arena's free regions back to the C allocator, which ONNX Runtime does
+// only at the end of a run: it runs the model once on inputs, which
+// should be the smallest the model takes, and drops the outputs. Runs in
+// flight keep what they use. Without the arena it does nothing.
+func (s *Session) ReleaseArena(inputs []Tensor) error {
+	if !s.arena {
+		return nil
+	}
+	_, err := s.run(inputs, nil, true)
+	return err
+}
+
+func (s *Session) run(inputs, outputs []Tensor, shrink bool) ([]Tensor, error) {
 	in, err := matchInputs(s.inputs, inputs)
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
@@ -73,7 +92,7 @@ func (s *Session) RunWithOutputs(inputs, outputs []Tensor) ([]Tensor, error) {
 	if s.closed {
 		return nil, fmt.Errorf("run: session: %w", ErrClosed)
 	}
-	res, err := s.b.run(in, out)
+	res, err := s.b.run(in, out, shrink)
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
@@ -91,6 +110,10 @@ func (s *Session) Close() error {
 	s.closed = true
 	err := s.b.destroy()
 	s.b = nil
+	if s.free != nil {
+		s.free()
+		s.free = nil
+	}
 	s.mu.Unlock()
 	s.rt.forget(s)
 	if err != nil {

@@ -18,14 +18,19 @@ import (
 const (
 	voicesEnv = "MYNAH_PEER_VOICES" // the voices directory
 	voiceEnv  = "MYNAH_PEER_VOICE"  // the voice to load from it
+	// optimizedEnv is the optimized-model cache (mynahd's
+	// onnx.optimized_dir), kept across the starts.
+	optimizedEnv = "MYNAH_PEER_OPTIMIZED"
 )
 
 // mynahWorker is the benchmark's mynah side: the voice opened the way
 // mynahd opens it (engine.Open, then Preload loading the default voice
 // through voice.LoadPiper and quant/ort) with onnx.provider cpu,
-// onnx.threads 1 and mynahd's default onnx.arena (the CPU arena, shrunk
-// after each run; 1-D convolutions lifted to 2-D, as voice.LoadPiper
-// does by default), and each sentence spoken through engine.Speak with the
+// onnx.threads 1 and mynahd's defaults otherwise: onnx.arena (the CPU
+// arena, given back once the engine is idle), onnx.lift_conv1d (1-D convolutions
+// lifted to 2-D, as voice.LoadPiper does by default) and
+// onnx.optimized_dir (built by the first start, used by the later ones),
+// and each sentence spoken through engine.Speak with the
 // phrase cache off. Like mynahd, the engine gives memory back while it
 // speaks (ReleaseMemory), here the Go heap's free pages: malloc_trim
 // needs cgo, which test files cannot have, and with mynahd's mmap
@@ -56,7 +61,8 @@ func mynahWorker() error {
 	start := time.Now()
 	eng, err := engine.Open(&engine.Options{
 		Runtime: rt, Dir: dir, Default: name,
-		Piper:         &voice.PiperOptions{Session: &ort.SessionOptions{Provider: ort.ProviderCPU, IntraOpThreads: 1, CPUArena: true, ArenaShrink: true}},
+		Piper: &voice.PiperOptions{Session: &ort.SessionOptions{Provider: ort.ProviderCPU, IntraOpThreads: 1, CPUArena: true},
+			OptimizedDir: os.Getenv(optimizedEnv)},
 		ReleaseMemory: debug.FreeOSMemory,
 	})
 	if err != nil {

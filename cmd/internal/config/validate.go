@@ -96,6 +96,10 @@ func (c Config) Validate() error {
 	}
 
 	checkPath(bad, "onnx.library", c.ONNX.Library)
+	checkPath(bad, "onnx.optimized_dir", c.ONNX.OptimizedDir)
+	if c.ONNX.OptimizedDir != "" && !filepath.IsAbs(c.ONNX.OptimizedDir) {
+		bad("onnx.optimized_dir", "%q is not an absolute path", c.ONNX.OptimizedDir)
+	}
 	switch ort.Provider(c.ONNX.Provider) {
 	case ort.ProviderAuto, ort.ProviderCPU, ort.ProviderCUDA, ort.ProviderTensorRT:
 	default:
