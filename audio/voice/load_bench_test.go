@@ -71,27 +71,40 @@ func oneThread() *ort.SessionOptions {
 
 // BenchmarkLoadPiper loads a voice (file read, check in Go, ONNX Runtime
 // session) and closes it, on one thread, in this process: the session
-// cache's cold load. BenchmarkLoadProcess has the memory figures.
+// cache's cold load. conv1d loads the model as the file has it; lifted
+// lifts its 1-D convolutions first (which makes ONNX Runtime's optimizing
+// dearer); optimized-miss does that with an empty optimized-model cache
+// (PiperOptions.OptimizedDir), so ONNX Runtime also writes its optimized
+// model there, as a voice's first load in mynahd does; optimized-hit
+// loads that copy, as every later one does. BenchmarkLoadProcess has the
+// memory figures.
 func BenchmarkLoadPiper(b *testing.B) {
 	rt := enginetest.OpenRuntime(b)
 	for _, v := range benchVoices(b) {
-		for _, keep1D := range []bool{true, false} {
-			name := v.name
-			if keep1D {
-				name += "/conv1d"
-			}
-			opts := &voice.PiperOptions{Session: oneThread(), KeepConv1D: keep1D}
-			b.Run(name, func(b *testing.B) {
+		for _, mode := range []string{"conv1d", "lifted", "optimized-miss", "optimized-hit"} {
+			b.Run(v.name+"/"+mode, func(b *testing.B) {
+				hitDir := b.TempDir()
+				opts := func() *voice.PiperOptions {
+					o := &voice.PiperOptions{Session: oneThread(), KeepConv1D: mode == "conv1d"}
+					switch mode {
+					case "optimized-miss":
+						o.OptimizedDir = filepath.Join(b.TempDir(), "optimized")
+					case "optimized-hit":
+						o.OptimizedDir = hitDir
+					}
+					return o
+				}
 				// The first load pays ONNX Runtime's and espeak-ng's one-off
-				// costs; the page cache holds the file for every load after.
-				p, err := voice.LoadPiper(rt, v.dir, opts)
+				// costs (and fills hitDir); the page cache holds the file for
+				// every load after.
+				p, err := voice.LoadPiper(rt, v.dir, opts())
 				if err != nil {
 					b.Fatal(err)
 				}
 				p.Close()
 				b.ReportAllocs()
 				for b.Loop() {
-					p, err := voice.LoadPiper(rt, v.dir, opts)
+					p, err := voice.LoadPiper(rt, v.dir, opts())
 					if err != nil {
 						b.Fatal(err)
 					}
