@@ -22,6 +22,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/cache"
+	"github.com/mynah-tts/mynah/quant/ort"
 )
 
 // BenchmarkVoiceSwitch measures a request's latency to its first chunk
@@ -45,7 +46,10 @@ func BenchmarkVoiceSwitch(b *testing.B) {
 	log := slog.New(slog.DiscardHandler)
 	// No memory checks: pressure must not evict the warm voices mid-run.
 	sc := SessionOptions{MaxCount: DefaultMaxSessions}
-	vs, err := Open(&Options{Runtime: enginetest.OpenRuntime(b), Dir: dir, Default: "warm1", Sessions: sc, Piper: &voice.PiperOptions{Logger: log}, Logger: log})
+	// The voices as mynahd loads them by default: ONNX Runtime's arena,
+	// and the optimized-model cache, which the first load below fills.
+	piper := &voice.PiperOptions{Logger: log, Session: &ort.SessionOptions{CPUArena: true}, OptimizedDir: b.TempDir()}
+	vs, err := Open(&Options{Runtime: enginetest.OpenRuntime(b), Dir: dir, Default: "warm1", Sessions: sc, Piper: piper, Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}
