@@ -31,8 +31,8 @@ import (
 //
 //   - warm: the voice's session is cached; the sentence is synthesized.
 //   - cold: the session was evicted before the request; it is loaded
-//     (file read, protobuf check, ONNX Runtime session) and then
-//     synthesizes.
+//     (the optimized copy read and checked, ONNX Runtime session, a first
+//     small run) and then synthesizes.
 //   - warm-hit / cold-hit: the same with the sentence in the phrase cache,
 //     so warm-hit is the whole cost of a warm switch and cold-hit is
 //     mostly the load.
