@@ -4,7 +4,11 @@ package ort
 
 import (
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -109,5 +113,73 @@ func TestLoadThresholdSessions(t *testing.T) {
 		if !closeEnough(out[0].Float32, arenaModelWant(x, w)) {
 			t.Errorf("options %+v: y differs from the Go reference", opts)
 		}
+	}
+}
+
+// TestBuildingTwiceBuildsOnce: a Building that calls build a second time,
+// after it or alongside it, still gets one session: ONNX Runtime builds
+// once (the optimized file it writes on each build is not written again),
+// one session is registered, and for NewSessionORT free is called once.
+func TestBuildingTwiceBuildsOnce(t *testing.T) {
+	var saved string
+	twice := map[string]func(build func()){
+		"after": func(build func()) {
+			build()
+			os.Remove(saved)
+			build()
+		},
+		"alongside": func(build func()) {
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); build() }()
+			build()
+			wg.Wait()
+			os.Remove(saved)
+			build()
+		},
+	}
+	for name, building := range twice {
+		t.Run(name, func(t *testing.T) {
+			rt := openRuntimeBuilding(t, building)
+			registered := func() int {
+				rt.mu.Lock()
+				defer rt.mu.Unlock()
+				return len(rt.sessions)
+			}
+			saved = filepath.Join(t.TempDir(), "model.ort")
+			s := newSessionBytes(t, rt, matMulModel().bytes(), &SessionOptions{Provider: ProviderCPU, SaveOptimized: saved})
+			if _, err := os.Stat(saved); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the optimized model was written again after the first build (%v)", err)
+			}
+			if n := registered(); n != 1 {
+				t.Errorf("%d sessions registered, want 1", n)
+			}
+			x := []float32{1, 2, 3, 4}
+			if out, err := s.Run([]Tensor{{Name: "x", Shape: []int64{1, 4}, Float32: x}}); err != nil || !closeEnough(out[0].Float32, matMulWant(x)) {
+				t.Errorf("run: %v, %v", out, err)
+			}
+
+			saved = filepath.Join(t.TempDir(), "unused.ort")
+			_, data := saveOptimized(t, openRuntime(t, nil), matMulModel().bytes(), SessionOptions{Provider: ProviderCPU})
+			f := &freeCount{t: t, buf: ortBuffer(t, data)}
+			so, err := rt.NewSessionORT(f.buf, s.Inputs(), s.Outputs(), f.free, &SessionOptions{Provider: ProviderCPU})
+			if err != nil {
+				f.free()
+				t.Fatal(err)
+			}
+			if n := registered(); n != 2 {
+				t.Errorf("%d sessions registered, want 2", n)
+			}
+			if err := so.Close(); err != nil {
+				t.Fatal(err)
+			}
+			f.expect("NewSessionORT's session closed", 1)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if n := registered(); n != 0 {
+				t.Errorf("%d sessions registered after both closed", n)
+			}
+		})
 	}
 }

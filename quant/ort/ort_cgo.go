@@ -162,7 +162,14 @@ func newBackendSession(model []byte, inputs, outputs []TensorInfo, so SessionOpt
 	if err := configure(opts, so); err != nil {
 		return nil, fmt.Errorf("session options: %w", err)
 	}
-	if so.SaveOptimized != "" && p == ProviderCPU {
+	save := so.SaveOptimized != "" && p == ProviderCPU
+	if save {
+		// ONNX Runtime writes the file only once it has built the whole
+		// session, and fails the session, after the work, with a message
+		// that names neither the cause nor the option.
+		if err := checkSaveOptimized(so.SaveOptimized); err != nil {
+			return nil, err
+		}
 		if err := opts.SetOptimizedModelFilePath(so.SaveOptimized); err != nil {
 			return nil, fmt.Errorf("session options: save optimized: %w", err)
 		}
@@ -184,10 +191,15 @@ func newBackendSession(model []byte, inputs, outputs []TensorInfo, so SessionOpt
 	}
 	ds, err := onnx.NewDynamicAdvancedSessionWithONNXData(model, in, out, opts)
 	if err != nil {
+		msg := ortMessage(err)
 		if p != ProviderCPU {
-			return nil, fmt.Errorf("provider %s: %w: %s", p, ErrProviderUnavailable, ortMessage(err))
+			return nil, fmt.Errorf("provider %s: %w: %s", p, ErrProviderUnavailable, msg)
 		}
-		return nil, fmt.Errorf("%w: %s", ErrInvalidModel, ortMessage(err))
+		if save && strings.Contains(msg, "Failed to save") {
+			return nil, fmt.Errorf("save optimized model to %s: onnx runtime could not write the file (%s); SaveOptimized must name a writable file in an existing directory",
+				so.SaveOptimized, msg)
+		}
+		return nil, fmt.Errorf("%w: %s", ErrInvalidModel, msg)
 	}
 	b := &backendSession{ds: ds, outputs: outputs}
 	if so.CPUArena {
@@ -324,10 +336,13 @@ func (b *backendSession) destroy() error {
 	}
 	err := b.ds.Destroy()
 	b.ds = nil
-	if b.shrink != nil {
-		b.shrink.Destroy() // b.ro is b.shrink or nil
-		b.shrink, b.ro = nil, nil
+	if b.ro != nil && b.ro != b.shrink {
+		b.ro.Destroy()
 	}
+	if b.shrink != nil {
+		b.shrink.Destroy()
+	}
+	b.shrink, b.ro = nil, nil
 	return err
 }
 

@@ -1,6 +1,10 @@
 package ort
 
-import "fmt"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
 
 // ortFormatID is the file identifier of ONNX Runtime's own model format,
 // a flatbuffer: bytes 4 to 8 of every such file.
@@ -14,11 +18,18 @@ func IsORTFormat(data []byte) bool {
 
 // NewSessionORT creates a session from a model in ONNX Runtime's own
 // format, as SessionOptions.SaveOptimized wrote it, with the inputs and
-// outputs the caller read from the model it was made from (this package
-// does not parse the format). ONNX Runtime works on data in place,
-// weights included, instead of copying it: data must stay unchanged until
-// the session is closed, after which free (if not nil) is called; on an
-// error free is not called. opts.SaveOptimized is ignored.
+// outputs the caller read from the model it was made from
+// (Session.Inputs and Outputs of the session that wrote it: this package
+// does not parse the format, and ONNX Runtime checks the names only when
+// a run uses them, so a wrong name fails Run, not NewSessionORT).
+//
+// ONNX Runtime works on data in place, weights included, instead of
+// copying it: data must stay unchanged, and outside the Go heap (a
+// mapping, C memory: ONNX Runtime keeps a pointer the garbage collector
+// does not see), until the session is closed. free, if not nil, is called
+// exactly once, by Session.Close or Runtime.Close once the session is
+// destroyed; on an error it is not called, and data is the caller's
+// again. opts.SaveOptimized is ignored.
 //
 // ONNX Runtime checks the flatbuffer's structure, but not its numbers: a
 // file from outside must be checked by its digest first.
@@ -29,6 +40,8 @@ func (r *Runtime) NewSessionORT(data []byte, inputs, outputs []TensorInfo, free 
 	}
 	so.SaveOptimized, so.ortFormat = "", true
 	switch {
+	case len(data) == 0:
+		return nil, fmt.Errorf("new session: model is empty: %w", ErrInvalidModel)
 	case !IsORTFormat(data):
 		return nil, fmt.Errorf("new session: not an ONNX Runtime format model: %w", ErrInvalidModel)
 	case len(data) > MaxModelBytes:
@@ -42,16 +55,37 @@ func (r *Runtime) NewSessionORT(data []byte, inputs, outputs []TensorInfo, free 
 		if t.Name == "" {
 			return nil, fmt.Errorf("new session: a tensor without a name: %w", ErrInvalidModel)
 		}
+		if t.Type == Undefined || int(t.Type) >= len(elementTypeNames) {
+			return nil, fmt.Errorf("new session: tensor %q has element type %s: %w", t.Name, t.Type, ErrInvalidModel)
+		}
 	}
 	r.busy.RLock()
 	defer r.busy.RUnlock()
 	if r.isClosed() {
 		return nil, fmt.Errorf("new session: runtime: %w", ErrClosed)
 	}
-	s, err := r.build(data, cloneInfos(inputs), cloneInfos(outputs), so)
+	// free goes in with the session, not after: Runtime.Close may close
+	// the session as soon as build has registered it.
+	s, err := r.build(data, cloneInfos(inputs), cloneInfos(outputs), so, free)
 	if err != nil {
 		return nil, fmt.Errorf("new session: %w", err)
 	}
-	s.free = free
 	return s, nil
+}
+
+// checkSaveOptimized tells why ONNX Runtime could not write
+// SessionOptions.SaveOptimized to path, where Go can see it beforehand.
+func checkSaveOptimized(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("save optimized model to %s: %w (create the directory first)", path, err)
+	case !st.IsDir():
+		return fmt.Errorf("save optimized model to %s: %s is not a directory", path, dir)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("save optimized model to %s: it is a directory; SaveOptimized names a file", path)
+	}
+	return nil
 }

@@ -165,9 +165,14 @@ func (r *Runtime) NewSession(model []byte, opts *SessionOptions) (*Session, erro
 	}
 	inputs, outputs, err := modelIO(model)
 	if err != nil {
+		if IsORTFormat(model) {
+			// An ONNX protobuf can start with these bytes too, so only a
+			// model that does not parse is taken for one.
+			return nil, fmt.Errorf("new session: %w (the model looks like ONNX Runtime's own format: load it with NewSessionORT)", err)
+		}
 		return nil, fmt.Errorf("new session: %w", err)
 	}
-	s, err := r.build(model, inputs, outputs, so)
+	s, err := r.build(model, inputs, outputs, so, nil)
 	if err != nil {
 		return nil, fmt.Errorf("new session: %w", err)
 	}
@@ -181,32 +186,32 @@ func (r *Runtime) isClosed() bool {
 }
 
 // build makes the session on the first provider of so's plan that works
-// and registers it; r.busy is held shared.
-func (r *Runtime) build(model []byte, inputs, outputs []TensorInfo, so SessionOptions) (*Session, error) {
+// and registers it, with free (nil for none) for Close to call once the
+// session is destroyed; r.busy is held shared. On an error free is not
+// called.
+func (r *Runtime) build(model []byte, inputs, outputs []TensorInfo, so SessionOptions, free func()) (*Session, error) {
 	var (
 		b        *backendSession
 		used     Provider
 		failures []string
 		err      error
+		once     sync.Once // a Building that calls build again must not make a second session
 	)
 	plan := so.providerPlan()
-	built := false
 	r.building(func() {
-		if built {
-			return // a second call must not make a second session
-		}
-		built = true
-		for i, p := range plan {
-			b, err = newBackendSession(model, inputs, outputs, so, p)
-			if err == nil {
-				used = p
-				return
+		once.Do(func() {
+			for i, p := range plan {
+				b, err = newBackendSession(model, inputs, outputs, so, p)
+				if err == nil {
+					used = p
+					return
+				}
+				if i == len(plan)-1 || so.Provider != ProviderAuto {
+					return
+				}
+				failures = append(failures, err.Error())
 			}
-			if i == len(plan)-1 || so.Provider != ProviderAuto {
-				return
-			}
-			failures = append(failures, err.Error())
-		}
+		})
 	})
 	if err == nil && b == nil {
 		err = errors.New("Options.Building did not build the session")
@@ -222,7 +227,7 @@ func (r *Runtime) build(model []byte, inputs, outputs []TensorInfo, so SessionOp
 		b.destroy()
 		return nil, fmt.Errorf("model metadata: %w", err)
 	}
-	s := &Session{rt: r, provider: used, inputs: inputs, outputs: outputs, meta: meta, b: b, arena: so.CPUArena}
+	s := &Session{rt: r, provider: used, inputs: inputs, outputs: outputs, meta: meta, b: b, arena: so.CPUArena, free: free}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -69,13 +69,23 @@ func (s *Session) RunWithOutputs(inputs, outputs []Tensor) ([]Tensor, error) {
 // arena's free regions back to the C allocator, which ONNX Runtime does
 // only at the end of a run: it runs the model once on inputs, which
 // should be the smallest the model takes, and drops the outputs. Runs in
-// flight keep what they use. Without the arena it does nothing.
+// flight keep what they use. Without the arena it neither looks at inputs
+// nor runs the model, and returns nil; on a closed session it returns an
+// error wrapping ErrClosed either way.
 func (s *Session) ReleaseArena(inputs []Tensor) error {
 	if !s.arena {
+		s.mu.RLock()
+		closed := s.closed
+		s.mu.RUnlock()
+		if closed {
+			return fmt.Errorf("release arena: session: %w", ErrClosed)
+		}
 		return nil
 	}
-	_, err := s.run(inputs, nil, true)
-	return err
+	if _, err := s.run(inputs, nil, true); err != nil {
+		return fmt.Errorf("release arena: %w", err)
+	}
+	return nil
 }
 
 func (s *Session) run(inputs, outputs []Tensor, shrink bool) ([]Tensor, error) {
