@@ -21,63 +21,87 @@ import (
 // optimized-model cache when it holds the file's entry (cache may be nil),
 // else by readModelFile, keeping what ONNX Runtime made of it in the
 // cache for the next time. The returned model carries the file's sha256
-// and size only.
+// and size only. Nothing the cache does fails the load: an entry that
+// cannot be used is rebuilt, one that cannot be kept is not, each with a
+// warning.
 func openModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D bool, cache *optimizedCache) (*ort.Session, *onnx.Model, error) {
 	var (
-		key, tmp string
-		st       os.FileInfo
+		key, madeFor, tmp string
+		st                os.FileInfo
 	)
 	if cache != nil {
 		if abs, err := filepath.Abs(path); err == nil {
 			path = abs
 		}
 		if fi, err := os.Stat(path); err == nil {
-			st, key = fi, optimizedKey(rt, path, fi, so, keep1D)
+			st = fi
+			key, madeFor = optimizedKeys(rt, path, fi, so, keep1D)
 		}
 	}
 	if key != "" {
-		sess, model, err := cache.open(rt, key, path, st, so)
+		sess, model, err := cache.open(rt, key, madeFor, path, st, so)
 		if err == nil {
 			return sess, model, nil
 		}
-		if !errors.Is(err, os.ErrNotExist) {
+		if !errors.Is(err, errNoEntry) {
 			cache.log.Warn("optimized model unusable, rebuilt from the model file", "model", path, "err", err)
 		}
 		if tmp, err = cache.tempPath(key); err != nil {
 			cache.log.Warn("optimized model not kept", "dir", cache.dir, "err", err)
 		}
 	}
-	sess, model, err := readModelFile(rt, path, so, keep1D, tmp)
+	sess, model, saveErr, err := readModelFile(rt, path, so, keep1D, tmp)
 	if tmp == "" {
 		return sess, model, err
 	}
-	if err != nil || model.Size != st.Size() {
-		os.Remove(tmp) // a failed load, or a file that changed under it
-		return sess, model, err
+	defer os.Remove(tmp) // gone once stored
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case saveErr != nil:
+		cache.log.Warn("optimized model not kept", "dir", cache.dir, "err", saveErr)
+		return sess, model, nil
+	case sess.Provider() != ort.ProviderCPU:
+		// Auto found a GPU: ONNX Runtime saves only what the CPU
+		// provider optimized.
+		return sess, model, nil
+	}
+	// A file that changed while it was read could pair the key of one
+	// version with the digest of another.
+	if fi, err := os.Stat(path); err != nil || !sameFileVersion(st, fi) || model.Size != st.Size() {
+		return sess, model, nil
 	}
 	meta := optimizedMeta{Source: path, SourceSize: st.Size(), SourceMtime: st.ModTime().UnixNano(),
-		SourceSHA256: model.Digest, Inputs: sess.Inputs(), Outputs: sess.Outputs()}
+		SourceSHA256: model.Digest, MadeFor: madeFor, Inputs: sess.Inputs(), Outputs: sess.Outputs()}
 	if err := cache.store(key, tmp, meta); err != nil {
 		cache.log.Warn("optimized model not kept", "dir", cache.dir, "err", err)
 	}
 	return sess, model, nil
 }
 
+// sameFileVersion reports whether a and b are stats of the same file,
+// unchanged.
+func sameFileVersion(a, b os.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}
+
 // readModelFile reads the model file at path once, checks it in Go
 // (checkModel) and hands ONNX Runtime the very bytes that were checked, or
 // the checked model with its 1-D convolutions lifted to 2-D (liftModel)
-// unless keep1D; saveOptimized is ort.SessionOptions.SaveOptimized. The
-// returned model carries the file's sha256 and size only. The digest
-// names the model for caches (it is not compared with anything), so it is
-// computed while the model is checked, lifted and built into a session,
-// on another core where there is one: on a 60 MB voice it is 35 ms, a
-// fifth of the load. The bytes are freed before it returns
-// (newModelBuffer), those of the file as soon as they are hashed when the
-// session is built from a lifted copy.
-func readModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D bool, saveOptimized string) (*ort.Session, *onnx.Model, error) {
+// unless keep1D; saveOptimized is ort.SessionOptions.SaveOptimized. ONNX
+// Runtime fails a session whose optimized model it cannot write (a full
+// disk, the directory gone): then the session is built again without, and
+// saveErr says why nothing was saved. The returned model carries the
+// file's sha256 and size only. The digest names the model for caches (it
+// is not compared with anything), so it is computed while the model is
+// checked, lifted and built into a session, on another core where there
+// is one: on a 60 MB voice it is 35 ms, a fifth of the load. The bytes are
+// freed before it returns (newModelBuffer), those of the file as soon as
+// they are hashed when the session is built from a lifted copy.
+func readModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D bool, saveOptimized string) (sess *ort.Session, model *onnx.Model, saveErr, err error) {
 	data, free, err := readModel(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	size := int64(len(data))
 	digest := make(chan string, 1)
@@ -89,24 +113,24 @@ func readModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D 
 		}
 		digest <- hex.EncodeToString(sum[:])
 	}()
-	fail := func(err error) (*ort.Session, *onnx.Model, error) {
+	fail := func(err error) (*ort.Session, *onnx.Model, error, error) {
 		drop <- true
 		<-digest
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// The checked model points into data: it must not outlive this call.
 	m, err := checkModel(data, &onnx.ReadOptions{Dir: filepath.Dir(path)})
 	if err != nil {
 		return fail(fmt.Errorf("read model %s: %w", path, err))
 	}
-	model, freeModel, lifted := data, free, false
+	input, freeInput, lifted := data, free, false
 	if !keep1D {
 		out, freeOut, err := liftModel(m)
 		if err != nil {
 			return fail(fmt.Errorf("%s: %w", path, err))
 		}
 		if out != nil {
-			model, freeModel, lifted = out, freeOut, true
+			input, freeInput, lifted = out, freeOut, true
 		}
 	}
 	drop <- lifted
@@ -115,13 +139,19 @@ func readModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D 
 		o = *so
 	}
 	o.SaveOptimized = saveOptimized
-	sess, err := rt.NewSession(model, &o)
-	sum := <-digest
-	freeModel()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	sess, err = rt.NewSession(input, &o)
+	if err != nil && saveOptimized != "" {
+		o.SaveOptimized = ""
+		if s, err2 := rt.NewSession(input, &o); err2 == nil {
+			sess, saveErr, err = s, err, nil
+		}
 	}
-	return sess, &onnx.Model{Digest: sum, Size: size}, nil
+	sum := <-digest
+	freeInput()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return sess, &onnx.Model{Digest: sum, Size: size}, saveErr, nil
 }
 
 // liftModel encodes m, a checked model, with its 1-D convolutions as 2-D

@@ -1,0 +1,838 @@
+package voice_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash/crc32"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
+	"github.com/mynah-tts/mynah/audio/voice"
+	"github.com/mynah-tts/mynah/audio/voice/demo"
+	"github.com/mynah-tts/mynah/quant/ort"
+)
+
+// The optimized-model cache (PiperOptions.OptimizedDir) on the demo voice:
+// what a first load writes, that a second load uses it and speaks alike,
+// that nothing damaged, outdated or unwritable fails a load.
+
+const cacheSentence = "The washing machine has finished."
+
+// cachedVoice is a copy of the demo voice in a directory of its own (so
+// that its model can be changed) and the path of its model.
+func cachedVoice(t *testing.T) (dir, model string) {
+	t.Helper()
+	dir = t.TempDir()
+	src := demoVoice(t)
+	for _, name := range []string{demo.Name + ".onnx", demo.Name + ".onnx.json"} {
+		data, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, filepath.Join(dir, demo.Name+".onnx")
+}
+
+// logBuffer keeps what a text slog handler writes.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// warnings are the lines logged at WARN or above.
+func (b *logBuffer) warnings() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for line := range strings.Lines(b.buf.String()) {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
+}
+
+func newLogBuffer() (*slog.Logger, *logBuffer) {
+	b := new(logBuffer)
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
+}
+
+// cacheOptions are the voice options these tests load with: the CPU
+// provider (auto would cache nothing where it finds a GPU).
+func cacheOptions(cacheDir string, log *slog.Logger) *voice.PiperOptions {
+	return &voice.PiperOptions{
+		Session:      &ort.SessionOptions{Provider: ort.ProviderCPU},
+		OptimizedDir: cacheDir,
+		Logger:       log,
+	}
+}
+
+// loadVoice loads the voice at dir until the test ends.
+func loadVoice(t *testing.T, rt *ort.Runtime, dir string, opts *voice.PiperOptions) *voice.Piper {
+	t.Helper()
+	p, err := voice.LoadPiper(rt, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// fileState is what of a file tells whether it was written again.
+type fileState struct {
+	size  int64
+	mtime time.Time
+	ino   uint64
+}
+
+// dirState lists the files of dir (none when it does not exist).
+func dirState(t *testing.T, dir string) map[string]fileState {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	out := map[string]fileState{}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := fileState{size: fi.Size(), mtime: fi.ModTime()}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			s.ino = st.Ino
+		}
+		out[e.Name()] = s
+	}
+	return out
+}
+
+func names(state map[string]fileState) []string {
+	var out []string
+	for name := range state {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// onlyEntry requires dir to hold exactly one entry, KEY.ort and KEY.json
+// and nothing else, and returns KEY's path.
+func onlyEntry(t *testing.T, dir string) string {
+	t.Helper()
+	got := names(dirState(t, dir))
+	if len(got) != 2 || !strings.HasSuffix(got[0], ".json") || got[1] != strings.TrimSuffix(got[0], ".json")+".ort" {
+		t.Fatalf("cache holds %q, want one KEY.json and KEY.ort", got)
+	}
+	return filepath.Join(dir, strings.TrimSuffix(got[0], ".json"))
+}
+
+// checkEntry requires the entry at base to be whole: its sidecar valid,
+// made from model, and the .ort file the size and CRC-32C it names.
+func checkEntry(t *testing.T, base, model string) voice.OptimizedMeta {
+	t.Helper()
+	meta, err := voice.ReadOptimizedMeta(base + ".json")
+	if err != nil {
+		t.Fatalf("entry's sidecar: %v", err)
+	}
+	data, err := os.ReadFile(base + ".ort")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(data)) != meta.ORTSize || crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)) != meta.ORTCRC32C {
+		t.Fatalf("%s.ort: %d bytes, the sidecar says %d bytes, CRC-32C %08x", base, len(data), meta.ORTSize, meta.ORTCRC32C)
+	}
+	if !ort.IsORTFormat(data) {
+		t.Fatalf("%s.ort is not in ONNX Runtime's format", base)
+	}
+	abs, _ := filepath.Abs(model)
+	if meta.Source != abs || meta.SourceSHA256 != fileSHA256(t, model) {
+		t.Fatalf("entry made from %s (sha256 %s), want %s (%s)", meta.Source, meta.SourceSHA256, abs, fileSHA256(t, model))
+	}
+	return meta
+}
+
+func fileSHA256(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// requireDigest requires the voice to name its model by the file's sha256.
+func requireDigest(t *testing.T, p *voice.Piper, model string) {
+	t.Helper()
+	fi, err := os.Stat(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := p.Info(); info.Digest != fileSHA256(t, model) || info.SizeBytes != fi.Size() {
+		t.Fatalf("voice digest %s, %d bytes; the model file's sha256 is %s, %d bytes", info.Digest, info.SizeBytes, fileSHA256(t, model), fi.Size())
+	}
+}
+
+func requireNoWarnings(t *testing.T, log *logBuffer) {
+	t.Helper()
+	if w := log.warnings(); len(w) > 0 {
+		t.Fatalf("warnings: %q", w)
+	}
+}
+
+// requireWarning requires a warning that contains msg.
+func requireWarning(t *testing.T, log *logBuffer, msg string) {
+	t.Helper()
+	w := log.warnings()
+	if !slices.ContainsFunc(w, func(line string) bool { return strings.Contains(line, msg) }) {
+		t.Fatalf("warnings %q, want one with %q", w, msg)
+	}
+}
+
+// maxDifference is the largest difference between two equally long
+// signals, failing the test when their lengths differ.
+func maxDifference(t *testing.T, a, b []float64) float64 {
+	t.Helper()
+	if len(a) != len(b) || len(a) == 0 {
+		t.Fatalf("%d samples against %d", len(a), len(b))
+	}
+	var worst float64
+	for i := range a {
+		worst = max(worst, math.Abs(a[i]-b[i]))
+	}
+	return worst
+}
+
+// TestOptimizedMissThenHit: the first load keeps one entry, the second
+// uses it without writing anything, and both speak as the model file
+// does.
+func TestOptimizedMissThenHit(t *testing.T) {
+	rt := enginetest.OpenRuntime(t)
+	dir, model := cachedVoice(t)
+	cacheDir := filepath.Join(t.TempDir(), "optimized") // made by the first load
+	log, logs := newLogBuffer()
+
+	var temps []string
+	voice.SetOptimizedTempHook(t, func(path string) { temps = append(temps, path) })
+
+	miss := loadVoice(t, rt, dir, cacheOptions(cacheDir, log))
+	if len(temps) != 1 {
+		t.Fatalf("first load made %d temp files, want 1", len(temps))
+	}
+	base := onlyEntry(t, cacheDir)
+	checkEntry(t, base, model)
+	requireDigest(t, miss, model)
+	for _, ext := range []string{".ort", ".json"} {
+		fi, err := os.Stat(base + ext)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s%s: mode %v, want 0644 (as other cache files)", filepath.Base(base), ext, fi.Mode())
+		}
+	}
+	before := dirState(t, cacheDir)
+
+	// A file written again gets a later modification time (or a new
+	// inode, if renamed into place).
+	time.Sleep(10 * time.Millisecond)
+	hit := loadVoice(t, rt, dir, cacheOptions(cacheDir, log))
+	if len(temps) != 1 {
+		t.Fatalf("second load made a temp file (%q): not a hit", temps[1:])
+	}
+	if after := dirState(t, cacheDir); !sameFiles(before, after) {
+		t.Fatalf("second load changed the cache: %v, then %v", before, after)
+	}
+	requireDigest(t, hit, model)
+	requireNoWarnings(t, logs)
+	if got := hit.Info().Provider; got != string(ort.ProviderCPU) {
+		t.Errorf("hit runs on %q, want cpu", got)
+	}
+
+	plain := loadVoice(t, rt, dir, &voice.PiperOptions{Session: &ort.SessionOptions{Provider: ort.ProviderCPU}})
+	requireDigest(t, plain, model)
+
+	missOut, _ := speak(t, miss, still(cacheSentence))
+	hitOut, _ := speak(t, hit, still(cacheSentence))
+	plainOut, _ := speak(t, plain, still(cacheSentence))
+	if d := maxDifference(t, missOut, hitOut); d != 0 {
+		t.Errorf("the hit speaks differently from the load that made its entry: up to %.3g", d)
+	}
+	// The optimized graph may run other kernels than the file's, whose
+	// summation order differs (as lift_test.go allows).
+	if d := maxDifference(t, plainOut, hitOut); d > 2e-3 {
+		t.Errorf("the hit speaks differently from the model file: up to %.3g", d)
+	}
+}
+
+// sameFiles reports whether two dirStates list the same files, none
+// written again.
+func sameFiles(a, b map[string]fileState) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !v.mtime.Equal(w.mtime) || v.size != w.size || v.ino != w.ino {
+			return false
+		}
+	}
+	return true
+}
+
+// TestOptimizedDamaged damages a kept entry in every way a crash, a full
+// disk or a bad sector can, and requires the next load to work, warn,
+// and leave a whole entry that the load after uses as it is.
+func TestOptimizedDamaged(t *testing.T) {
+	rt := enginetest.OpenRuntime(t)
+	dir, model := cachedVoice(t)
+	source, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []float64
+	{
+		ref := loadVoice(t, rt, dir, cacheOptions(t.TempDir(), nil))
+		want, _ = speak(t, ref, still(cacheSentence))
+	}
+	flip := func(at func(n int) int) func(t *testing.T, base string) {
+		return func(t *testing.T, base string) {
+			data := readFile(t, base+".ort")
+			data[at(len(data))] ^= 0x10
+			writeFile(t, base+".ort", data)
+		}
+	}
+	editMeta := func(edit func(m *voice.OptimizedMeta)) func(t *testing.T, base string) {
+		return func(t *testing.T, base string) {
+			m, err := voice.ReadOptimizedMeta(base + ".json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			edit(&m)
+			writeFile(t, base+".json", voice.EncodeOptimizedMeta(m))
+		}
+	}
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, base string)
+	}{
+		{"ort byte flipped", flip(func(n int) int { return n / 2 })},
+		{"ort header byte flipped", flip(func(int) int { return 5 })},
+		{"ort last byte flipped", flip(func(n int) int { return n - 1 })},
+		{"ort truncated", func(t *testing.T, base string) {
+			writeFile(t, base+".ort", readFile(t, base+".ort")[:1000])
+		}},
+		{"ort emptied", func(t *testing.T, base string) { writeFile(t, base+".ort", nil) }},
+		{"ort one byte longer", func(t *testing.T, base string) {
+			writeFile(t, base+".ort", append(readFile(t, base+".ort"), 0))
+		}},
+		{"ort removed (sidecar only)", func(t *testing.T, base string) { remove(t, base+".ort") }},
+		{"ort a directory", func(t *testing.T, base string) {
+			remove(t, base+".ort")
+			if err := os.Mkdir(base+".ort", 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"ort another format, sums matching", func(t *testing.T, base string) {
+			// The size and CRC-32C pass: ONNX Runtime itself refuses it.
+			writeFile(t, base+".ort", source)
+			editMeta(func(m *voice.OptimizedMeta) {
+				m.ORTSize, m.ORTCRC32C = int64(len(source)), crc32.Checksum(source, crc32.MakeTable(crc32.Castagnoli))
+			})(t, base)
+		}},
+		{"sidecar removed (ort only)", func(t *testing.T, base string) { remove(t, base+".json") }},
+		{"sidecar emptied", func(t *testing.T, base string) { writeFile(t, base+".json", nil) }},
+		{"sidecar truncated", func(t *testing.T, base string) {
+			js := readFile(t, base+".json")
+			writeFile(t, base+".json", js[:len(js)/2])
+		}},
+		{"sidecar invalid JSON", func(t *testing.T, base string) {
+			writeFile(t, base+".json", []byte(`{"format": "2", "source": `))
+		}},
+		{"sidecar garbage", func(t *testing.T, base string) {
+			garbage := make([]byte, 4096)
+			for i := range garbage {
+				garbage[i] = byte(i*131 + i>>3)
+			}
+			writeFile(t, base+".json", garbage)
+		}},
+		{"sidecar format of another version", editMeta(func(m *voice.OptimizedMeta) { m.Format = "1" })},
+		{"sidecar format field wrong type", func(t *testing.T, base string) {
+			js := readFile(t, base+".json")
+			js = bytes.Replace(js, []byte(`"format": "`+voice.OptimizedFormat+`"`), []byte(`"format": 2`), 1)
+			writeFile(t, base+".json", js)
+		}},
+		{"sidecar over the limit", func(t *testing.T, base string) {
+			// Valid JSON but for its size.
+			js := readFile(t, base+".json")
+			pad := bytes.Repeat([]byte(" "), voice.MaxOptimizedMeta+1-len(js)+1)
+			writeFile(t, base+".json", append(js, pad...))
+		}},
+		{"sidecar value changed, check not", func(t *testing.T, base string) {
+			js := readFile(t, base+".json")
+			m, _ := voice.ReadOptimizedMeta(base + ".json")
+			other := strings.Repeat("0", 64)
+			js = bytes.Replace(js, []byte(m.SourceSHA256), []byte(other), 1)
+			writeFile(t, base+".json", js)
+		}},
+		{"sidecar dimension changed, check not", func(t *testing.T, base string) {
+			js := readFile(t, base+".json")
+			i := bytes.Index(js, []byte(`"Dims": [`))
+			if i < 0 {
+				t.Fatalf("no dims in %s", js)
+			}
+			js = slices.Insert(js, i+len(`"Dims": [`), []byte("7, ")...)
+			writeFile(t, base+".json", js)
+		}},
+		{"sidecar CRC-32C wrong", editMeta(func(m *voice.OptimizedMeta) { m.ORTCRC32C ^= 1 })},
+		{"sidecar size wrong", editMeta(func(m *voice.OptimizedMeta) { m.ORTSize-- })},
+		{"sidecar of another source", editMeta(func(m *voice.OptimizedMeta) { m.Source = filepath.Join(filepath.Dir(m.Source), "other.onnx") })},
+		{"sidecar of another mtime", editMeta(func(m *voice.OptimizedMeta) { m.SourceMtime++ })},
+		{"sidecar a directory", func(t *testing.T, base string) {
+			remove(t, base+".json")
+			if err := os.Mkdir(base+".json", 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cacheDir := t.TempDir()
+			log, logs := newLogBuffer()
+			loadVoice(t, rt, dir, cacheOptions(cacheDir, log))
+			base := onlyEntry(t, cacheDir)
+			c.damage(t, base)
+
+			rebuilt := loadVoice(t, rt, dir, cacheOptions(cacheDir, log))
+			requireWarning(t, logs, "optimized model unusable")
+			requireDigest(t, rebuilt, model)
+			if got := onlyEntry(t, cacheDir); got != base {
+				t.Fatalf("rebuilt as %s, want %s", got, base)
+			}
+			checkEntry(t, base, model)
+			got, _ := speak(t, rebuilt, still(cacheSentence))
+			if d := maxDifference(t, want, got); d != 0 {
+				t.Errorf("the rebuilt voice speaks differently: up to %.3g", d)
+			}
+
+			before, warned := dirState(t, cacheDir), len(logs.warnings())
+			hit := loadVoice(t, rt, dir, cacheOptions(cacheDir, log))
+			if after := dirState(t, cacheDir); !sameFiles(before, after) {
+				t.Fatalf("the load after the rebuild wrote the cache again: %v, then %v", before, after)
+			}
+			if w := logs.warnings(); len(w) != warned {
+				t.Fatalf("the load after the rebuild warned: %q", w[warned:])
+			}
+			got, _ = speak(t, hit, still(cacheSentence))
+			if d := maxDifference(t, want, got); d != 0 {
+				t.Errorf("the rebuilt entry speaks differently: up to %.3g", d)
+			}
+		})
+	}
+}
+
+// TestOptimizedSourceChanged: a model file written again gets a new
+// entry, and the one of its earlier version goes.
+func TestOptimizedSourceChanged(t *testing.T) {
+	rt := enginetest.OpenRuntime(t)
+	dir, model := cachedVoice(t)
+	cacheDir := t.TempDir()
+	log, logs := newLogBuffer()
+
+	first := loadVoice(t, rt, dir, cacheOptions(cacheDir, log))
+	old := onlyEntry(t, cacheDir)
+	requireDigest(t, first, model)
+
+	// Another demo model (a lower cap on a run's audio), written over the
+	// file in place: the same inode, a later modification time.
+	other, _, err := demo.Build(&demo.Options{MaxSeconds: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(other, readFile(t, model)) {
+		t.Fatal("the other demo model is the same file")
+	}
+	writeFile(t, model, other)
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(model, later, later); err != nil {
+		t.Fatal(err)
+	}
+
+	second := loadVoice(t, rt, dir, cacheOptions(cacheDir, log))
+	requireDigest(t, second, model)
+	current := onlyEntry(t, cacheDir)
+	if current == old {
+		t.Fatalf("the changed file kept the entry key %s", filepath.Base(old))
+	}
+	checkEntry(t, current, model)
+	requireNoWarnings(t, logs)
+
+	// Only the time changed: a new key as well.
+	earlier := later.Add(-time.Minute)
+	if err := os.Chtimes(model, earlier, earlier); err != nil {
+		t.Fatal(err)
+	}
+	third := loadVoice(t, rt, dir, cacheOptions(cacheDir, log))
+	requireDigest(t, third, model)
+	if got := onlyEntry(t, cacheDir); got == current {
+		t.Fatalf("the touched file kept the entry key %s", filepath.Base(current))
+	}
+	requireNoWarnings(t, logs)
+}
+
+// TestOptimizedOptionsKeyed: options that change the optimized graph get
+// entries of their own, side by side, each a hit the next time.
+func TestOptimizedOptionsKeyed(t *testing.T) {
+	rt := enginetest.OpenRuntime(t)
+	dir, model := cachedVoice(t)
+	cacheDir := t.TempDir()
+	log, logs := newLogBuffer()
+	variants := []struct {
+		name string
+		opts func(o *voice.PiperOptions)
+	}{
+		{"lifted", func(*voice.PiperOptions) {}},
+		{"KeepConv1D", func(o *voice.PiperOptions) { o.KeepConv1D = true }},
+		{"extended", func(o *voice.PiperOptions) { o.Session.GraphOptimization = ort.GraphOptimizationExtended }},
+	}
+	opts := func(i int) *voice.PiperOptions {
+		o := cacheOptions(cacheDir, log)
+		variants[i].opts(o)
+		return o
+	}
+	keys := map[string]string{} // entry file → variant
+	for i, v := range variants {
+		before := dirState(t, cacheDir)
+		p := loadVoice(t, rt, dir, opts(i))
+		requireDigest(t, p, model)
+		for name := range dirState(t, cacheDir) {
+			if _, ok := before[name]; !ok {
+				keys[name] = v.name
+			}
+		}
+		if n := len(dirState(t, cacheDir)); n != 2*(i+1) {
+			t.Fatalf("after %s the cache holds %q, want %d entries", v.name, names(dirState(t, cacheDir)), i+1)
+		}
+	}
+	for name := range keys {
+		if strings.HasSuffix(name, ".ort") {
+			checkEntry(t, filepath.Join(cacheDir, strings.TrimSuffix(name, ".ort")), model)
+		}
+	}
+	// Again, in another order: all hits.
+	before := dirState(t, cacheDir)
+	for _, i := range []int{2, 0, 1} {
+		loadVoice(t, rt, dir, opts(i))
+	}
+	if after := dirState(t, cacheDir); !sameFiles(before, after) {
+		t.Fatalf("loading each variant again changed the cache: %v, then %v", before, after)
+	}
+	requireNoWarnings(t, logs)
+}
+
+// TestOptimizedPrune: storing an entry removes the outdated entries of
+// the same file (another version of it, another runtime, an earlier
+// format) and what dead stores left long ago, and nothing else.
+func TestOptimizedPrune(t *testing.T) {
+	rt := enginetest.OpenRuntime(t)
+	dir, model := cachedVoice(t)
+	cacheDir := t.TempDir()
+	log, logs := newLogBuffer()
+	loadVoice(t, rt, dir, cacheOptions(cacheDir, log))
+	current := onlyEntry(t, cacheDir)
+	meta := checkEntry(t, current, model)
+	remove(t, current+".json") // the next load stores it again
+	remove(t, current+".ort")
+
+	entry := func(key string, m voice.OptimizedMeta) {
+		writeFile(t, filepath.Join(cacheDir, key+".ort"), []byte("ort"))
+		writeFile(t, filepath.Join(cacheDir, key+".json"), voice.EncodeOptimizedMeta(m))
+	}
+	otherRuntime := meta
+	otherRuntime.MadeFor = "another runtime"
+	entry("0otherruntime", otherRuntime)
+	otherSource := meta
+	otherSource.Source, otherSource.MadeFor = filepath.Join(t.TempDir(), "other.onnx"), "another file"
+	entry("0othersource", otherSource)
+	writeFile(t, filepath.Join(cacheDir, "0oldformat.ort"), []byte("ort"))
+	writeFile(t, filepath.Join(cacheDir, "0oldformat.json"), []byte(`{"format": "1", "source": "`+meta.Source+`"}`))
+	writeFile(t, filepath.Join(cacheDir, "0garbage.json"), []byte("not json"))
+	for _, name := range []string{"0dead.123.tmp", "0orphan.ort", "0dead.json.456.tmp", "0fresh.789.tmp", "0freshorphan.ort"} {
+		writeFile(t, filepath.Join(cacheDir, name), []byte("partial"))
+	}
+	// Age alone removes nothing whole: the other file's entry is as old
+	// as the leftovers.
+	long := time.Now().Add(-2 * time.Hour)
+	for _, name := range []string{"0dead.123.tmp", "0orphan.ort", "0dead.json.456.tmp", "0othersource.ort", "0othersource.json"} {
+		if err := os.Chtimes(filepath.Join(cacheDir, name), long, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	loadVoice(t, rt, dir, cacheOptions(cacheDir, log))
+	checkEntry(t, current, model)
+	want := []string{"0fresh.789.tmp", "0freshorphan.ort", "0garbage.json", "0othersource.json", "0othersource.ort",
+		filepath.Base(current) + ".json", filepath.Base(current) + ".ort"}
+	slices.Sort(want)
+	if got := names(dirState(t, cacheDir)); !slices.Equal(got, want) {
+		t.Fatalf("after the store the cache holds %q, want %q", got, want)
+	}
+	requireNoWarnings(t, logs)
+}
+
+// TestOptimizedUnwritable: a cache that cannot be written costs the
+// optimized model, never the voice.
+func TestOptimizedUnwritable(t *testing.T) {
+	rt := enginetest.OpenRuntime(t)
+	dir, model := cachedVoice(t)
+	want, _ := speak(t, loadVoice(t, rt, dir, cacheOptions("", nil)), still(cacheSentence))
+
+	loadsWithout := func(t *testing.T, cacheDir, warning string) {
+		t.Helper()
+		log, logs := newLogBuffer()
+		p := loadVoice(t, rt, dir, cacheOptions(cacheDir, log))
+		requireWarning(t, logs, warning)
+		// And nothing else: nothing was there to find unusable.
+		for _, w := range logs.warnings() {
+			if !strings.Contains(w, warning) {
+				t.Errorf("warning %q", w)
+			}
+		}
+		t.Logf("warnings: %q", logs.warnings())
+		requireDigest(t, p, model)
+		got, _ := speak(t, p, still(cacheSentence))
+		if d := maxDifference(t, want, got); d != 0 {
+			t.Errorf("speaks differently: up to %.3g", d)
+		}
+	}
+
+	t.Run("dir under a regular file", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "file")
+		writeFile(t, file, []byte("not a directory"))
+		loadsWithout(t, filepath.Join(file, "optimized"), "optimized model not kept")
+		if got := readFile(t, file); string(got) != "not a directory" {
+			t.Fatalf("the file became %q", got)
+		}
+	})
+
+	t.Run("read-only dir", func(t *testing.T) {
+		cacheDir := t.TempDir()
+		if err := os.Chmod(cacheDir, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(cacheDir, 0o755) })
+		if f, err := os.CreateTemp(cacheDir, "probe"); err == nil {
+			f.Close()
+			os.Remove(f.Name())
+			t.Skip("a directory of mode 0555 is writable here (running as root or with CAP_DAC_OVERRIDE); " +
+				"the unwritable case is covered by \"dir under a regular file\"")
+		}
+		loadsWithout(t, cacheDir, "optimized model not kept")
+		if got := names(dirState(t, cacheDir)); len(got) != 0 {
+			t.Fatalf("read-only cache holds %q", got)
+		}
+	})
+
+	t.Run("ONNX Runtime cannot write the model", func(t *testing.T) {
+		// The temp file becomes a directory before ONNX Runtime opens it,
+		// as a full disk or a cleaned-up directory fails its write.
+		cacheDir := t.TempDir()
+		voice.SetOptimizedTempHook(t, func(path string) {
+			if err := os.Remove(path); err != nil {
+				t.Error(err)
+			}
+			if err := os.Mkdir(path, 0o755); err != nil {
+				t.Error(err)
+			}
+		})
+		loadsWithout(t, cacheDir, "optimized model not kept")
+		if got := names(dirState(t, cacheDir)); len(got) != 0 {
+			t.Fatalf("cache holds %q", got)
+		}
+	})
+
+	t.Run("disk full", func(t *testing.T) {
+		// ONNX Runtime's own write fails, once it has built the session.
+		if _, err := os.Stat("/dev/full"); err != nil {
+			t.Skip("no /dev/full here: \"ONNX Runtime cannot write the model\" covers the failed save")
+		}
+		cacheDir := t.TempDir()
+		voice.SetOptimizedTempHook(t, func(path string) {
+			if err := os.Remove(path); err != nil {
+				t.Error(err)
+			}
+			if err := os.Symlink("/dev/full", path); err != nil {
+				t.Error(err)
+			}
+		})
+		loadsWithout(t, cacheDir, "optimized model not kept")
+		if got := names(dirState(t, cacheDir)); len(got) != 0 {
+			t.Fatalf("cache holds %q", got)
+		}
+	})
+
+	t.Run("dir removed while loading", func(t *testing.T) {
+		cacheDir := filepath.Join(t.TempDir(), "optimized")
+		voice.SetOptimizedTempHook(t, func(string) {
+			if err := os.RemoveAll(cacheDir); err != nil {
+				t.Error(err)
+			}
+		})
+		loadsWithout(t, cacheDir, "optimized model not kept")
+		if _, err := os.Stat(cacheDir); !os.IsNotExist(err) {
+			t.Fatalf("cache dir: %v, want it gone", err)
+		}
+	})
+
+	t.Run("no dir", func(t *testing.T) {
+		// Nothing is written anywhere: not beside the voice, not in the
+		// temp dir, not in the working directory.
+		tmp := t.TempDir()
+		t.Setenv("TMPDIR", tmp)
+		voiceBefore := dirState(t, dir)
+		wd, err := os.Getwd()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wdBefore := dirState(t, wd)
+		var temps int
+		voice.SetOptimizedTempHook(t, func(string) { temps++ })
+		log, logs := newLogBuffer()
+		p := loadVoice(t, rt, dir, cacheOptions("", log))
+		requireDigest(t, p, model)
+		requireNoWarnings(t, logs)
+		if temps != 0 {
+			t.Fatalf("%d optimized-model temp files made", temps)
+		}
+		if got := names(dirState(t, tmp)); len(got) != 0 {
+			t.Fatalf("TMPDIR holds %q", got)
+		}
+		if after := dirState(t, dir); !sameFiles(voiceBefore, after) {
+			t.Fatalf("the voice's directory changed: %q", names(after))
+		}
+		if after := dirState(t, wd); !sameFiles(wdBefore, after) {
+			t.Fatalf("the working directory changed: %q", names(after))
+		}
+	})
+}
+
+// TestOptimizedGPUProviderNotCached: a GPU provider's graph is not kept;
+// whether ONNX Runtime has the provider or not, nothing is written.
+func TestOptimizedGPUProviderNotCached(t *testing.T) {
+	rt := enginetest.OpenRuntime(t)
+	dir, _ := cachedVoice(t)
+	for _, p := range []ort.Provider{ort.ProviderCUDA, "CUDA", ort.ProviderTensorRT} {
+		cacheDir := filepath.Join(t.TempDir(), "optimized")
+		o := cacheOptions(cacheDir, nil)
+		o.Session.Provider = p
+		if v, err := voice.LoadPiper(rt, dir, o); err == nil {
+			v.Close()
+		}
+		if got := names(dirState(t, cacheDir)); len(got) != 0 {
+			t.Errorf("provider %s: cache holds %q", p, got)
+		}
+		if _, err := os.Stat(cacheDir); err == nil {
+			t.Errorf("provider %s: the cache directory was made", p)
+		}
+	}
+}
+
+// TestOptimizedAuto: with auto, the daemon's default, a load that ends up
+// on the CPU keeps its entry; one that found a GPU keeps none and says
+// nothing.
+func TestOptimizedAuto(t *testing.T) {
+	rt := enginetest.OpenRuntime(t)
+	dir, model := cachedVoice(t)
+	cacheDir := t.TempDir()
+	log, logs := newLogBuffer()
+	o := cacheOptions(cacheDir, log)
+	o.Session.Provider = ort.ProviderAuto
+	p := loadVoice(t, rt, dir, o)
+	requireDigest(t, p, model)
+	requireNoWarnings(t, logs)
+	if got := p.Info().Provider; got != string(ort.ProviderCPU) {
+		if n := names(dirState(t, cacheDir)); len(n) != 0 {
+			t.Fatalf("auto chose %s; cache holds %q", got, n)
+		}
+		return
+	}
+	checkEntry(t, onlyEntry(t, cacheDir), model)
+	before := dirState(t, cacheDir)
+	loadVoice(t, rt, dir, o)
+	if after := dirState(t, cacheDir); !sameFiles(before, after) {
+		t.Fatalf("second load changed the cache: %v, then %v", before, after)
+	}
+	requireNoWarnings(t, logs)
+}
+
+// TestOptimizedConcurrentLoads: loads of one voice at once, into an empty
+// cache, all work and leave one whole entry and no temp files.
+func TestOptimizedConcurrentLoads(t *testing.T) {
+	rt := enginetest.OpenRuntime(t)
+	dir, model := cachedVoice(t)
+	cacheDir := t.TempDir()
+	log, logs := newLogBuffer()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			p, err := voice.LoadPiper(rt, dir, cacheOptions(cacheDir, log))
+			if err == nil {
+				p.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("load %d: %v", i, err)
+		}
+	}
+	// A load that saw another's model before its sidecar warns and
+	// rebuilds: allowed, not required.
+	t.Logf("warnings: %q", logs.warnings())
+	checkEntry(t, onlyEntry(t, cacheDir), model)
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func writeFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func remove(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
