@@ -212,13 +212,6 @@ func LoadPiper(rt *ort.Runtime, path string, opts *PiperOptions) (*Piper, error)
 		sess.Close()
 		return nil, fmt.Errorf("load voice %s: %w", modelPath, err)
 	}
-	// With the arena, a first small run: ONNX Runtime's one-off work for
-	// a session's first run is done before a request waits on it, and the
-	// arena's first region, which it never gives back, is the small one
-	// this run needs rather than the first sentence's.
-	if err := p.ReleaseMemory(); err != nil {
-		o.Logger.Warn("voice: first run failed", "model", modelPath, "err", err)
-	}
 	p.info.Name = strings.TrimSuffix(filepath.Base(modelPath), ".onnx")
 	p.info.ModelPath = modelPath
 	p.info.Digest = model.Digest
