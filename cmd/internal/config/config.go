@@ -230,12 +230,14 @@ type ONNX struct {
 	// Threads per operator; 0 (default) lets ONNX Runtime use one per core.
 	Threads int `yaml:"threads"`
 	// Arena gives the voices ONNX Runtime's CPU memory arena, which hands
-	// a run's tensors out of a few large regions and gives the regions
-	// back at the end of the run (quant/ort SessionOptions.ArenaShrink).
-	// Default true. false gives every tensor a malloc of its own, which
-	// under mynahd's allocator settings is a fresh mapping faulted in on
-	// every run: synthesis about twice as slow (audio/voice
-	// BenchmarkSynthesizeOneThread) for no memory saved.
+	// a run's tensors out of a few large regions: kept while mynahd
+	// speaks, given back once the engine is idle a second (a Piper
+	// voice's by one small run, quant/ort Session.ReleaseArena; the other
+	// kinds' after every run). Default true. false gives every tensor a
+	// malloc of its own, which under mynahd's allocator settings is a
+	// fresh mapping faulted in on every run: synthesis about twice as
+	// slow (audio/voice BenchmarkSynthesizeOneThread), 2.6 MB less idle
+	// RSS (the arena's first region, never given back).
 	Arena bool `yaml:"arena"`
 	// LiftConv1D rewrites a voice's 1-D convolutions as the same
 	// convolutions in 2-D as it loads (quant/onnx LiftConv1D), which ONNX
