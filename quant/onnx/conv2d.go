@@ -23,7 +23,7 @@ import (
 // Runtime's CPU kernels run the 2-D form faster: its blocked (NCHWc)
 // convolutions, which graph optimization level "all" chooses on x86, are
 // for 2-D convolutions only, and its 1-D ConvTranspose is a slower path
-// (quant/ort BenchmarkConv1DAs2D has the figures).
+// (audio/voice BenchmarkSynthesizeOneThread has the figures).
 //
 // A weight shared with anything else than lifted convolutions, or that a
 // graph input can override, is left alone, and so is its node, as is any

@@ -242,7 +242,8 @@ type ONNX struct {
 	// LiftConv1D rewrites a voice's 1-D convolutions as the same
 	// convolutions in 2-D as it loads (quant/onnx LiftConv1D), which ONNX
 	// Runtime's CPU kernels run faster: a Piper-medium-sized voice
-	// synthesizes in about 0.8 of the time, and loads in about 1.5 of it.
+	// synthesizes in about 0.85 of the time, and its first load takes
+	// about twice as long (later ones load the copy in OptimizedDir).
 	// Default true; false hands ONNX Runtime the model as the file has it.
 	LiftConv1D bool `yaml:"lift_conv1d"`
 	// OptimizedDir keeps what ONNX Runtime makes of each Piper voice as it
