@@ -15,16 +15,7 @@ import (
 
 func openRuntimeBuilding(t *testing.T, building func(build func())) *Runtime {
 	t.Helper()
-	rt, err := Open(&Options{LibraryPath: projectLib(t), Building: building})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := rt.Close(); err != nil {
-			t.Errorf("close runtime: %v", err)
-		}
-	})
-	return rt
+	return openRuntimeWith(t, Options{Building: building})
 }
 
 // TestBuildingOncePerSession: Options.Building wraps the whole build of a

@@ -16,7 +16,14 @@ import (
 
 func openRuntime(t testing.TB, log *slog.Logger) *Runtime {
 	t.Helper()
-	rt, err := Open(&Options{LibraryPath: projectLib(t), Logger: log})
+	return openRuntimeWith(t, Options{Logger: log})
+}
+
+// openRuntimeWith opens the project's library with o until the test ends.
+func openRuntimeWith(t testing.TB, o Options) *Runtime {
+	t.Helper()
+	o.LibraryPath = projectLib(t)
+	rt, err := Open(&o)
 	if err != nil {
 		t.Fatal(err)
 	}

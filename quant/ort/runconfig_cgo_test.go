@@ -284,14 +284,22 @@ func TestArenaShrinkReturnsMemory(t *testing.T) {
 	}
 	t.Logf("RSS kept after a run with %d MiB intermediates: arena %+d KiB, arena with shrinkage %+d KiB (first run big: %+d KiB)",
 		tensorBytes>>20, withArena>>10, withShrink>>10, kept(shrink, false)>>10)
+	judgeShrunk(t, withArena, withShrink, tensorBytes, "with ArenaShrink")
+}
+
+// judgeShrunk fails unless the arena kept at least one intermediate of
+// tensorBytes (else the test measures nothing) and, shrunk (after what),
+// under a quarter of one. Under emulation it skips: RSS is the emulator's.
+func judgeShrunk(t *testing.T, kept, shrunk, tensorBytes int64, after string) {
+	t.Helper()
 	if emu := os.Getenv("MYNAH_EMULATED"); emu != "" {
 		t.Skipf("the runs work; what they keep is not judged under %s, whose RSS is the emulator's: make test judges it natively", emu)
 	}
-	if withArena < tensorBytes {
-		t.Errorf("the arena kept %d KiB after the run, less than one %d KiB intermediate: this test no longer measures the arena", withArena>>10, tensorBytes>>10)
+	if kept < tensorBytes {
+		t.Errorf("the arena kept %d KiB after the run, less than one %d KiB intermediate: this test no longer measures the arena", kept>>10, tensorBytes>>10)
 	}
-	if withShrink > tensorBytes/4 {
-		t.Errorf("with ArenaShrink the run kept %d KiB (without it %d KiB): the arena was not shrunk", withShrink>>10, withArena>>10)
+	if shrunk > tensorBytes/4 {
+		t.Errorf("%s %d KiB are still kept (%d KiB without it): the arena was not shrunk", after, shrunk>>10, kept>>10)
 	}
 }
 
@@ -356,15 +364,7 @@ func TestReleaseArenaReturnsMemory(t *testing.T) {
 		kept, released = max(kept, k), max(released, r)
 	}
 	t.Logf("RSS kept after a run with %d MiB intermediates: %+d KiB; after ReleaseArena %+d KiB", tensorBytes>>20, kept>>10, released>>10)
-	if emu := os.Getenv("MYNAH_EMULATED"); emu != "" {
-		t.Skipf("the runs work; what they keep is not judged under %s, whose RSS is the emulator's: make test judges it natively", emu)
-	}
-	if kept < tensorBytes {
-		t.Errorf("the arena kept %d KiB after the run, less than one %d KiB intermediate: this test no longer measures the arena", kept>>10, tensorBytes>>10)
-	}
-	if released > tensorBytes/4 {
-		t.Errorf("after ReleaseArena %d KiB are still kept (%d KiB before it): the arena was not shrunk", released>>10, kept>>10)
-	}
+	judgeShrunk(t, kept, released, tensorBytes, "after ReleaseArena")
 }
 
 // TestReleaseArenaWithoutArena: without CPUArena (ArenaShrink alone
