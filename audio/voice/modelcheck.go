@@ -179,22 +179,12 @@ func liftModel(m *onnx.Model) ([]byte, func(), error) {
 // readModel reads a model file, a regular file of at most
 // onnx.DefaultMaxBytes, whole into a newModelBuffer; the caller frees it.
 func readModel(path string) (data []byte, free func(), err error) {
-	f, err := os.Open(path)
+	f, size, err := onnx.OpenFile(path, onnx.DefaultMaxBytes)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read model: %w", err)
+		return nil, nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, nil, fmt.Errorf("read model: %w", err)
-	}
-	switch {
-	case !st.Mode().IsRegular():
-		return nil, nil, fmt.Errorf("read model %s: %w: not a regular file", path, onnx.ErrInvalidModel)
-	case st.Size() > onnx.DefaultMaxBytes:
-		return nil, nil, fmt.Errorf("read model %s: %w: %d bytes, limit %d", path, onnx.ErrTooLarge, st.Size(), int64(onnx.DefaultMaxBytes))
-	}
-	data, free, err = newModelBuffer(int(st.Size()))
+	data, free, err = newModelBuffer(int(size))
 	if err != nil {
 		return nil, nil, fmt.Errorf("read model %s: %w", path, err)
 	}

@@ -148,22 +148,12 @@ func ReadFileData(path string, opts *ReadOptions) (*Model, []byte, error) {
 	if o.Dir == "" {
 		o.Dir = filepath.Dir(path)
 	}
-	f, err := os.Open(path)
+	f, size, err := OpenFile(path, o.MaxBytes)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read model: %w", err)
+		return nil, nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, nil, fmt.Errorf("read model: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("read model %s: %w: not a regular file", path, ErrInvalidModel)
-	}
-	if st.Size() > o.MaxBytes {
-		return nil, nil, fmt.Errorf("read model %s: %w: %d bytes, limit %d", path, ErrTooLarge, st.Size(), o.MaxBytes)
-	}
-	data := make([]byte, st.Size())
+	data := make([]byte, size)
 	if _, err := readFull(f, data); err != nil {
 		return nil, nil, fmt.Errorf("read model %s: %w", path, err)
 	}
@@ -172,6 +162,33 @@ func ReadFileData(path string, opts *ReadOptions) (*Model, []byte, error) {
 		return nil, nil, fmt.Errorf("read model %s: %w", path, err)
 	}
 	return m, data, nil
+}
+
+// OpenFile opens a model file for reading: a regular file of at most
+// maxBytes (0: DefaultMaxBytes), with its size. Errors name the file and
+// wrap ErrInvalidModel or ErrTooLarge. The caller closes it.
+func OpenFile(path string, maxBytes int64) (*os.File, int64, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read model: %w", err)
+	}
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		err = fmt.Errorf("read model: %w", err)
+	case !st.Mode().IsRegular():
+		err = fmt.Errorf("read model %s: %w: not a regular file", path, ErrInvalidModel)
+	case st.Size() > maxBytes:
+		err = fmt.Errorf("read model %s: %w: %d bytes, limit %d", path, ErrTooLarge, st.Size(), maxBytes)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, st.Size(), nil
 }
 
 func readFull(f *os.File, b []byte) (int, error) {
