@@ -227,6 +227,57 @@ func bigTemporariesModel() testModel {
 	}
 }
 
+// The arena memory tests' runs of bigTemporariesModel: inputs of bigRows
+// rows make intermediates of bigTensorBytes.
+const (
+	bigRows, bigCols = 8192, 1024
+	bigTensorBytes   = bigRows * bigCols * 4
+)
+
+type bigRuns struct {
+	t *testing.T
+	x Tensor
+}
+
+// newBigRuns sets the mmap threshold as mynahd does (every block above
+// 256 KiB its own mapping, so that what ONNX Runtime frees leaves the
+// process at once).
+func newBigRuns(t *testing.T) bigRuns {
+	if !SetMMapThreshold(256 << 10) {
+		t.Log("no mmap threshold to set; glibc's own decides")
+	}
+	x := Tensor{Name: "x", Shape: []int64{1, bigCols}, Float32: make([]float32, bigCols)}
+	for i := range x.Float32 {
+		x.Float32[i] = 1
+	}
+	return bigRuns{t, x}
+}
+
+// inputs of n rows.
+func (b bigRuns) inputs(n int64) []Tensor {
+	return []Tensor{{Name: "shape", Shape: []int64{2}, Int64: []int64{n, bigCols}}, b.x}
+}
+
+// run runs s on n rows and checks the sum.
+func (b bigRuns) run(s *Session, n int64) {
+	b.t.Helper()
+	out, err := s.Run(b.inputs(n))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if out[0].Float32[0] != float32(n*bigCols) {
+		b.t.Fatalf("y = %v, want %v", out[0].Float32[0], n*bigCols)
+	}
+}
+
+// settledRSS is the process's RSS once the heaps gave back what they can.
+func (b bigRuns) settledRSS() int64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	TrimCHeap()
+	return rssBytes(b.t)
+}
+
 // TestArenaShrinkReturnsMemory: a run whose intermediates are 32 MiB
 // tensors leaves the arena at about twice that (66 MiB measured) without
 // shrinkage, and gives all of it back with it (0–2 MiB). Each session
@@ -236,24 +287,7 @@ func bigTemporariesModel() testModel {
 // would measure that instead.
 func TestArenaShrinkReturnsMemory(t *testing.T) {
 	rt := openRuntime(t, nil)
-	// Every block above 256 KiB its own mapping, as in mynahd, so that
-	// what ONNX Runtime frees leaves the process at once.
-	if !SetMMapThreshold(256 << 10) {
-		t.Log("no mmap threshold to set; glibc's own decides")
-	}
-	const rows, cols = 8192, 1024
-	const tensorBytes = rows * cols * 4
-	x := Tensor{Name: "x", Shape: []int64{1, cols}, Float32: make([]float32, cols)}
-	for i := range x.Float32 {
-		x.Float32[i] = 1
-	}
-	shape := func(n int64) Tensor { return Tensor{Name: "shape", Shape: []int64{2}, Int64: []int64{n, cols}} }
-	settle := func() int64 {
-		runtime.GC()
-		debug.FreeOSMemory()
-		TrimCHeap()
-		return rssBytes(t)
-	}
+	big := newBigRuns(t)
 	kept := func(opts SessionOptions, warm bool) int64 {
 		s, err := rt.NewSession(bigTemporariesModel().bytes(), &opts)
 		if err != nil {
@@ -261,19 +295,13 @@ func TestArenaShrinkReturnsMemory(t *testing.T) {
 		}
 		defer s.Close()
 		if warm {
-			if _, err := s.Run([]Tensor{shape(1), x}); err != nil {
+			if _, err := s.Run(big.inputs(1)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		before := settle()
-		out, err := s.Run([]Tensor{shape(rows), x})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out[0].Float32[0] != rows*cols {
-			t.Fatalf("y = %v, want %v", out[0].Float32[0], rows*cols)
-		}
-		return settle() - before
+		before := big.settledRSS()
+		big.run(s, bigRows)
+		return big.settledRSS() - before
 	}
 	arena := SessionOptions{IntraOpThreads: 1, CPUArena: true}
 	shrink := SessionOptions{IntraOpThreads: 1, CPUArena: true, ArenaShrink: true}
@@ -283,22 +311,22 @@ func TestArenaShrinkReturnsMemory(t *testing.T) {
 		withShrink = max(withShrink, kept(shrink, true))
 	}
 	t.Logf("RSS kept after a run with %d MiB intermediates: arena %+d KiB, arena with shrinkage %+d KiB (first run big: %+d KiB)",
-		tensorBytes>>20, withArena>>10, withShrink>>10, kept(shrink, false)>>10)
-	judgeShrunk(t, withArena, withShrink, tensorBytes, "with ArenaShrink")
+		bigTensorBytes>>20, withArena>>10, withShrink>>10, kept(shrink, false)>>10)
+	judgeShrunk(t, withArena, withShrink, bigTensorBytes, "with ArenaShrink")
 }
 
 // judgeShrunk fails unless the arena kept at least one intermediate of
-// tensorBytes (else the test measures nothing) and, shrunk (after what),
+// bigTensorBytes (else the test measures nothing) and, shrunk (after what),
 // under a quarter of one. Under emulation it skips: RSS is the emulator's.
-func judgeShrunk(t *testing.T, kept, shrunk, tensorBytes int64, after string) {
+func judgeShrunk(t *testing.T, kept, shrunk, bigTensorBytes int64, after string) {
 	t.Helper()
 	if emu := os.Getenv("MYNAH_EMULATED"); emu != "" {
 		t.Skipf("the runs work; what they keep is not judged under %s, whose RSS is the emulator's: make test judges it natively", emu)
 	}
-	if kept < tensorBytes {
-		t.Errorf("the arena kept %d KiB after the run, less than one %d KiB intermediate: this test no longer measures the arena", kept>>10, tensorBytes>>10)
+	if kept < bigTensorBytes {
+		t.Errorf("the arena kept %d KiB after the run, less than one %d KiB intermediate: this test no longer measures the arena", kept>>10, bigTensorBytes>>10)
 	}
-	if shrunk > tensorBytes/4 {
+	if shrunk > bigTensorBytes/4 {
 		t.Errorf("%s %d KiB are still kept (%d KiB without it): the arena was not shrunk", after, shrunk>>10, kept>>10)
 	}
 }
@@ -310,23 +338,7 @@ func judgeShrunk(t *testing.T, kept, shrunk, tensorBytes int64, after string) {
 // one-row one, for the reason TestArenaShrinkReturnsMemory gives.
 func TestReleaseArenaReturnsMemory(t *testing.T) {
 	rt := openRuntime(t, nil)
-	if !SetMMapThreshold(256 << 10) { // as TestArenaShrinkReturnsMemory, and mynahd
-		t.Log("no mmap threshold to set; glibc's own decides")
-	}
-	const rows, cols = 8192, 1024
-	const tensorBytes = rows * cols * 4
-	x := Tensor{Name: "x", Shape: []int64{1, cols}, Float32: make([]float32, cols)}
-	for i := range x.Float32 {
-		x.Float32[i] = 1
-	}
-	shape := func(n int64) Tensor { return Tensor{Name: "shape", Shape: []int64{2}, Int64: []int64{n, cols}} }
-	small := []Tensor{shape(1), x}
-	settle := func() int64 {
-		runtime.GC()
-		debug.FreeOSMemory()
-		TrimCHeap()
-		return rssBytes(t)
-	}
+	big := newBigRuns(t)
 	measure := func() (kept, released int64) {
 		s, err := rt.NewSession(bigTemporariesModel().bytes(), &SessionOptions{IntraOpThreads: 1, CPUArena: true})
 		if err != nil {
@@ -336,26 +348,18 @@ func TestReleaseArenaReturnsMemory(t *testing.T) {
 		if s.b.ro != nil {
 			t.Error("CPUArena without ArenaShrink shrinks every run")
 		}
-		if _, err := s.Run(small); err != nil {
+		if _, err := s.Run(big.inputs(1)); err != nil {
 			t.Fatal(err)
 		}
-		before := settle()
-		out, err := s.Run([]Tensor{shape(rows), x})
-		if err != nil {
+		before := big.settledRSS()
+		big.run(s, bigRows)
+		kept = big.settledRSS() - before
+		if err := s.ReleaseArena(big.inputs(1)); err != nil {
 			t.Fatal(err)
 		}
-		if out[0].Float32[0] != rows*cols {
-			t.Fatalf("y = %v, want %v", out[0].Float32[0], rows*cols)
-		}
-		kept = settle() - before
-		if err := s.ReleaseArena(small); err != nil {
-			t.Fatal(err)
-		}
-		released = settle() - before
+		released = big.settledRSS() - before
 		// The session goes on as before, arena and all.
-		if out, err := s.Run([]Tensor{shape(rows / 2), x}); err != nil || out[0].Float32[0] != rows/2*cols {
-			t.Fatalf("run after ReleaseArena: %v, %v", out, err)
-		}
+		big.run(s, bigRows/2)
 		return kept, released
 	}
 	var kept, released int64
@@ -363,8 +367,8 @@ func TestReleaseArenaReturnsMemory(t *testing.T) {
 		k, r := measure()
 		kept, released = max(kept, k), max(released, r)
 	}
-	t.Logf("RSS kept after a run with %d MiB intermediates: %+d KiB; after ReleaseArena %+d KiB", tensorBytes>>20, kept>>10, released>>10)
-	judgeShrunk(t, kept, released, tensorBytes, "after ReleaseArena")
+	t.Logf("RSS kept after a run with %d MiB intermediates: %+d KiB; after ReleaseArena %+d KiB", bigTensorBytes>>20, kept>>10, released>>10)
+	judgeShrunk(t, kept, released, bigTensorBytes, "after ReleaseArena")
 }
 
 // TestReleaseArenaWithoutArena: without CPUArena (ArenaShrink alone
