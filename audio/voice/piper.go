@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -152,6 +153,9 @@ type Piper struct {
 	log    *slog.Logger
 
 	warnOnce sync.Map // phoneme → struct{}: log each unknown phoneme once
+	// ran: the model ran since the last ReleaseMemory, so its arena may
+	// hold memory to give back.
+	ran atomic.Bool
 }
 
 // FindPiper resolves path to a Piper voice's .onnx file: path itself, or the
@@ -508,6 +512,7 @@ func (p *Piper) SynthesizeSentence(s string, prm Params) (audio.PCM, int, error)
 		return audio.PCM{}, n, fmt.Errorf("%w: %d phoneme ids, limit %d", ErrTooManyFrames, len(ids), MaxPhonemeIDs)
 	}
 	outs, err := p.sess.Run(p.inputs(ids, prm))
+	p.ran.Store(true) // after the run: a release during it leaves its memory
 	if err != nil {
 		return audio.PCM{}, n, fmt.Errorf("run model: %w", err)
 	}
@@ -543,12 +548,13 @@ const releaseText = "a"
 
 // ReleaseMemory gives back the memory ONNX Runtime's arena kept from the
 // voice's runs (ort.SessionOptions.CPUArena without ArenaShrink), by one
-// run on a single word; without the arena it does nothing. The engine
-// calls it once it is idle, so that memory kept to speed up a burst of
-// sentences does not outlast the burst.
+// run on a single word; without the arena, or when the voice has not run
+// since the last release, it does nothing. The engine calls it once it is
+// idle, so that memory kept to speed up a burst of sentences does not
+// outlast the burst.
 func (p *Piper) ReleaseMemory() error {
 	r, ok := p.sess.(arenaReleaser)
-	if !ok {
+	if !ok || !p.ran.Swap(false) {
 		return nil
 	}
 	ids, _, err := p.phonemeIDs(releaseText)

@@ -267,3 +267,49 @@ func TestMostlyHan(t *testing.T) {
 		}
 	}
 }
+
+// releasingSession is a fakeSession with an arena to give back.
+type releasingSession struct {
+	*fakeSession
+	releases int
+}
+
+func (r *releasingSession) ReleaseArena([]ort.Tensor) error {
+	r.releases++
+	return nil
+}
+
+// TestReleaseMemoryOnlyAfterRuns: ReleaseMemory runs the model (to shrink
+// its arena) only when it ran since the last release, so an idle engine
+// does not run every loaded voice after each burst of another.
+func TestReleaseMemoryOnlyAfterRuns(t *testing.T) {
+	cfg := textConfig()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sess := &releasingSession{fakeSession: &fakeSession{inputs: piperInputs(cfg.NumSpeakers > 1), outputs: []ort.TensorInfo{{Name: "output", Type: ort.Float32}},
+		run: echoRun(func(string, []ort.Tensor) {})}}
+	p, err := newPiper(cfg, sess, PiperOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := func(want int) {
+		t.Helper()
+		if err := p.ReleaseMemory(); err != nil {
+			t.Fatal(err)
+		}
+		if sess.releases != want {
+			t.Fatalf("%d arena releases, want %d", sess.releases, want)
+		}
+	}
+	release(0) // loaded, never ran
+	if _, _, err := p.SynthesizeSentence("ab", Params{LengthScale: 1}); err != nil {
+		t.Fatal(err)
+	}
+	release(1)
+	release(1) // nothing ran since
+	if _, _, err := p.SynthesizeSentence("cd", Params{LengthScale: 1}); err != nil {
+		t.Fatal(err)
+	}
+	release(2)
+}
