@@ -166,6 +166,13 @@ var errNoEntry = errors.New("no optimized model")
 // rebuilds it then): errNoEntry when there is none. A damaged entry is
 // removed.
 func (c *optimizedCache) open(rt *ort.Runtime, key, madeFor, path string, st os.FileInfo, so *ort.SessionOptions) (*ort.Session, *onnx.Model, error) {
+	// Shared: no store is between its two renames while the entry is
+	// read, and what is removed as damaged is what was read.
+	unlock, err := c.lock(false)
+	if err != nil {
+		return nil, nil, errNoEntry // no directory: tempPath says why
+	}
+	defer unlock()
 	base := filepath.Join(c.dir, key)
 	meta, err := readOptimizedMeta(base + ".json")
 	if errors.Is(err, syscall.ENOTDIR) {
@@ -175,9 +182,8 @@ func (c *optimizedCache) open(rt *ort.Runtime, key, madeFor, path string, st os.
 		if _, serr := os.Lstat(base + ".ort"); serr != nil {
 			return nil, nil, errNoEntry
 		}
-		// The model without its sidecar: a store that did not finish, or
-		// one finishing now in another process. Storing the new entry
-		// replaces it either way.
+		// The model without its sidecar: a store that did not finish.
+		// Storing the new entry replaces it.
 		return nil, nil, fmt.Errorf("%s.ort without its sidecar", key)
 	}
 	if err == nil && (meta.Source != path || meta.SourceSize != st.Size() || meta.SourceMtime != st.ModTime().UnixNano() || meta.MadeFor != madeFor) {
@@ -353,16 +359,24 @@ func (c *optimizedCache) store(key, tmp string, meta optimizedMeta) error {
 	if err != nil {
 		return err
 	}
-	c.prune(meta.Source, meta.MadeFor, key)
-	base := filepath.Join(c.dir, key)
 	if err := os.Chmod(tmp, 0o644); err != nil { // CreateTemp's is 0600
 		return err
 	}
+	// Exclusive: two loads storing the same entry at once (ONNX Runtime's
+	// files of one model differ from build to build) would otherwise
+	// leave one's model beside the other's sidecar.
+	unlock, err := c.lock(true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	c.prune(meta.Source, meta.MadeFor, key)
+	base := filepath.Join(c.dir, key)
 	if err := os.Rename(tmp, base+".ort"); err != nil {
 		return err
 	}
-	// The sidecar last: an entry is only found once both are complete. Its
-	// temp file is unique, as another process may store the same entry.
+	// The sidecar last: an entry is only found once both are complete,
+	// should this process die between the renames.
 	if err := writeRenamed(base+".json", js); err != nil {
 		os.Remove(base + ".ort")
 		return err
@@ -434,6 +448,22 @@ func (c *optimizedCache) prune(source, madeFor, key string) {
 			os.Remove(p)
 		}
 	}
+}
+
+// lock takes the directory's lock (lockDir). Where the system has no
+// such locks (or the file system refuses them, as NFS does an exclusive
+// one on a directory) the cache goes on without: the entries' checksums
+// still keep a mixed pair from being used, and the next load rebuilds it.
+func (c *optimizedCache) lock(exclusive bool) (unlock func(), err error) {
+	unlock, err = lockDir(c.dir, exclusive)
+	switch {
+	case err == nil:
+		return unlock, nil
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return nil, err
+	}
+	c.log.Debug("optimized-model cache unlocked", "dir", c.dir, "err", err)
+	return func() {}, nil
 }
 
 func (c *optimizedCache) remove(base string) {

@@ -201,7 +201,10 @@ func TestOptimizedAuto(t *testing.T) {
 }
 
 // TestOptimizedConcurrentLoads: loads of one voice at once, into an empty
-// cache, all work and leave one whole entry and no temp files.
+// cache, all work, none warns, and they leave one whole entry and no temp
+// files. ONNX Runtime's files of one model differ from build to build, so
+// without the directory lock one store's model ends beside another's
+// sidecar (one run in three of -count 30, before the lock).
 func TestOptimizedConcurrentLoads(t *testing.T) {
 	rt := enginetest.OpenRuntime(t)
 	dir, model := cachedVoice(t)
@@ -224,8 +227,6 @@ func TestOptimizedConcurrentLoads(t *testing.T) {
 			t.Fatalf("load %d: %v", i, err)
 		}
 	}
-	// A load that saw another's model before its sidecar warns and
-	// rebuilds: allowed, not required.
-	t.Logf("warnings: %q", logs.warnings())
+	requireNoWarnings(t, logs)
 	checkEntry(t, onlyEntry(t, cacheDir), model)
 }
