@@ -177,10 +177,22 @@ main() {
     runner=()
   fi
 
-  local pkgs=("$@")
+  # Packages as the usage names them (audio/voice) or as go names them
+  # (./audio/voice, ./..., the module's import path).
+  local pkgs=() p
+  for p in "$@"; do
+    case "$p" in
+    ./* | ../* | /* | github.com/*) pkgs+=("$p") ;;
+    *) pkgs+=("./$p") ;;
+    esac
+  done
   [ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
   local -a names dirs
-  mapfile -t names < <(cd "$root" && "$GO" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' "${pkgs[@]}")
+  local listed
+  listed=$(cd "$root" && "$GO" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' "${pkgs[@]}") \
+    || die "go list ${pkgs[*]} failed"
+  mapfile -t names < <(grep . <<<"$listed")
+  [ ${#names[@]} -gt 0 ] || die "no package with tests in: ${pkgs[*]}"
   local module
   module=$(cd "$root" && "$GO" list -m)
 
