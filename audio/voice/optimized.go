@@ -49,7 +49,8 @@ import (
 // the next one of the same file is stored. Entries of the same file under
 // other options (KeepConv1D, the optimization level) are kept: a
 // directory shared by differently set up processes would otherwise
-// rebuild on every load.
+// rebuild on every load. Such processes (mynahd and `mynah say`) take the
+// directory's flock: shared to open an entry, exclusive to store one.
 
 // optimizedFormat changes whenever the entry's layout or meaning does.
 const optimizedFormat = "2"
