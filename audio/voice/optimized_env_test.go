@@ -204,7 +204,7 @@ func TestOptimizedAuto(t *testing.T) {
 // cache, all work, none warns, and they leave one whole entry and no temp
 // files. ONNX Runtime's files of one model differ from build to build, so
 // without the directory lock one store's model ends beside another's
-// sidecar (one run in three of -count 30, before the lock).
+// sidecar (1 run in 30 of -count 30 failed before the lock).
 func TestOptimizedConcurrentLoads(t *testing.T) {
 	rt := enginetest.OpenRuntime(t)
 	dir, model := cachedVoice(t)

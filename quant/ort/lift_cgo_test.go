@@ -232,17 +232,3 @@ func maxAbsDiff(a, b []float32) (diff, size float64) {
 	}
 	return diff, size
 }
-
-func newSessionBytes(t *testing.T, rt *Runtime, model []byte, opts *SessionOptions) *Session {
-	t.Helper()
-	s, err := rt.NewSession(model, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("close session: %v", err)
-		}
-	})
-	return s
-}

@@ -138,7 +138,7 @@ func TestBuildingTwiceBuildsOnce(t *testing.T) {
 				return len(rt.sessions)
 			}
 			saved = filepath.Join(t.TempDir(), "model.ort")
-			s := newSessionBytes(t, rt, matMulModel().bytes(), &SessionOptions{Provider: ProviderCPU, SaveOptimized: saved})
+			s := newSession(t, rt, matMulModel(), &SessionOptions{Provider: ProviderCPU, SaveOptimized: saved})
 			if _, err := os.Stat(saved); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("the optimized model was written again after the first build (%v)", err)
 			}

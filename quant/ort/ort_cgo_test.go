@@ -37,7 +37,14 @@ func openRuntimeWith(t testing.TB, o Options) *Runtime {
 
 func newSession(t testing.TB, rt *Runtime, m testModel, opts *SessionOptions) *Session {
 	t.Helper()
-	s, err := rt.NewSession(m.bytes(), opts)
+	return newSessionBytes(t, rt, m.bytes(), opts)
+}
+
+// newSessionBytes builds a session of model that is closed when the test
+// ends.
+func newSessionBytes(t testing.TB, rt *Runtime, model []byte, opts *SessionOptions) *Session {
+	t.Helper()
+	s, err := rt.NewSession(model, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
