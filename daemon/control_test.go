@@ -64,6 +64,13 @@ func TestVolumeSet(t *testing.T) {
 	if e := evs[len(evs)-1]; e.State != EventFailed || e.Reason != ReasonBadVolume || e.Command != "volume/set" || e.Error == "" {
 		t.Errorf("event %+v", e)
 	}
+	// -1 is a number, just not a volume: the answer says so.
+	h.send("volume/set", "-1")
+	waitFor(t, "second failed event", func() bool { return len(h.events()) > len(evs) })
+	want := "invalid request: -1 is out of range: send 0..1 or 0..100%"
+	if e := h.events()[len(evs)]; e.State != EventFailed || e.Reason != ReasonBadVolume || e.Error != want {
+		t.Errorf("volume/set -1: %+v, want error %q", e, want)
+	}
 	if v := h.d.Snapshot().Volume; v != 0.2 {
 		t.Errorf("a bad volume changed it to %v", v)
 	}

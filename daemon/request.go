@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -546,27 +547,41 @@ func newID() string {
 // ParseVolume parses a volume/set payload. Accepted: a fraction 0..1
 // ("0.5"), a percentage with a sign ("50%", what the Home Assistant number
 // entity sends), or a bare number above 1 up to 100, read as a percentage
-// ("50"). A bare "1" is full volume, not 1 %: send "1%" for that. The
-// result is 0..1. Errors are *DecodeError with ReasonBadVolume.
+// ("50"). A bare "1" is full volume, not 1 %: send "1%" for that. Numbers
+// are plain decimals with an optional sign. The result is 0..1. Errors
+// are *DecodeError with ReasonBadVolume and say what was wrong: a number
+// out of range (-1, 101%, Inf) is told apart from what is no number
+// (NaN, "loud") and from a number in a form not taken (1e2, hex).
 func ParseVolume(payload []byte) (float64, error) {
+	const want = "send 0..1 or 0..100%"
 	s := string(trimPayload(payload))
+	if s == "" {
+		return 0, decodeErr(ReasonBadVolume, "", "empty volume: %s", want)
+	}
 	if len(s) > 32 {
 		return 0, decodeErr(ReasonBadVolume, "", "volume of %d bytes is over the limit of 32", len(s))
 	}
 	num, percent := strings.CutSuffix(s, "%")
 	num = strings.TrimSpace(num)
-	if num == "" || strings.Trim(num, "0123456789.") != "" {
-		return 0, decodeErr(ReasonBadVolume, "", "%s is not a number: send 0..1 or 0..100%%", quoteShort(s))
-	}
 	v, err := strconv.ParseFloat(num, 64)
-	if err != nil {
-		return 0, decodeErr(ReasonBadVolume, "", "%s is not a number: send 0..1 or 0..100%%", quoteShort(s))
+	isNumber := (err == nil || errors.Is(err, strconv.ErrRange)) && !math.IsNaN(v)
+	switch {
+	case !isNumber:
+		return 0, decodeErr(ReasonBadVolume, "", "%s is not a number: %s", quoteShort(s), want)
+	case strings.Trim(num, "+-0123456789.") != "" && !math.IsInf(v, 0) || err != nil:
+		// 1e2, 0x1p-2, 1e400: numbers, but not as anyone sends a volume.
+		return 0, decodeErr(ReasonBadVolume, "", "%s is not a plain decimal number: %s", quoteShort(s), want)
 	}
 	if percent || v > 1 {
-		if v > 100 {
-			return 0, decodeErr(ReasonBadVolume, "", "%s is above 100%%", quoteShort(s))
-		}
 		v /= 100
 	}
-	return v, nil
+	if !(v >= 0 && v <= 1) {
+		// num is a number (digits, sign, point, or Inf): safe to show
+		// as it is.
+		if percent {
+			num += "%"
+		}
+		return 0, decodeErr(ReasonBadVolume, "", "%s is out of range: %s", num, want)
+	}
+	return v + 0, nil // -0 becomes 0
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -348,7 +349,7 @@ func TestParseVolume(t *testing.T) {
 	}{
 		{"0", 0, true}, {"0.5", 0.5, true}, {"1", 1, true}, {" 0.25\n", 0.25, true},
 		{"50", 0.5, true}, {"100", 1, true}, {"50%", 0.5, true}, {"1%", 0.01, true}, {"50.0%", 0.5, true},
-		{"0%", 0, true}, {"100 %", 1, true},
+		{"0%", 0, true}, {"100 %", 1, true}, {"+0.5", 0.5, true}, {"-0", 0, true}, {".5", 0.5, true},
 		{"", 0, false}, {"%", 0, false}, {"101", 0, false}, {"101%", 0, false}, {"-0.5", 0, false},
 		{"NaN", 0, false}, {"Inf", 0, false}, {"1e2", 0, false}, {"0x1p-2", 0, false}, {"1.2.3", 0, false},
 		{"loud", 0, false}, {strings.Repeat("1", 40), 0, false}, {"5%%", 0, false},
@@ -360,6 +361,40 @@ func TestParseVolume(t *testing.T) {
 		}
 		if err != nil && !errors.Is(err, ErrInvalidRequest) {
 			t.Errorf("ParseVolume(%q): %v is not an ErrInvalidRequest", tt.in, err)
+		}
+		if tt.ok && math.Signbit(got) {
+			t.Errorf("ParseVolume(%q) = -0", tt.in)
+		}
+	}
+}
+
+// TestParseVolumeErrors: a refused volume says what was wrong with it, so
+// that the Last error sensor tells the user what to send instead: -1 is
+// a number, too low; NaN is not one.
+func TestParseVolumeErrors(t *testing.T) {
+	for in, want := range map[string]string{
+		"-1":      "-1 is out of range: send 0..1 or 0..100%",
+		"-0.5":    "-0.5 is out of range: send 0..1 or 0..100%",
+		"-50%":    "-50% is out of range: send 0..1 or 0..100%",
+		"101":     "101 is out of range: send 0..1 or 0..100%",
+		"101%":    "101% is out of range: send 0..1 or 0..100%",
+		"100.5 %": "100.5% is out of range: send 0..1 or 0..100%",
+		"Inf":     "Inf is out of range: send 0..1 or 0..100%",
+		"-Inf":    "-Inf is out of range: send 0..1 or 0..100%",
+		"NaN":     `"NaN" is not a number: send 0..1 or 0..100%`,
+		"nan%":    `"nan%" is not a number: send 0..1 or 0..100%`,
+		"loud":    `"loud" is not a number: send 0..1 or 0..100%`,
+		"%":       `"%" is not a number: send 0..1 or 0..100%`,
+		"5%%":     `"5%%" is not a number: send 0..1 or 0..100%`,
+		"1.2.3":   `"1.2.3" is not a number: send 0..1 or 0..100%`,
+		"1e2":     `"1e2" is not a plain decimal number: send 0..1 or 0..100%`,
+		"0x1p-2":  `"0x1p-2" is not a plain decimal number: send 0..1 or 0..100%`,
+		"":        "empty volume: send 0..1 or 0..100%",
+		" \n":     "empty volume: send 0..1 or 0..100%",
+	} {
+		_, err := ParseVolume([]byte(in))
+		if de := (*DecodeError)(nil); !errors.As(err, &de) || de.Reason != ReasonBadVolume || de.Err.Error() != want {
+			t.Errorf("ParseVolume(%q): %v, want %q (reason %s)", in, err, want, ReasonBadVolume)
 		}
 	}
 }
@@ -437,7 +472,7 @@ func FuzzDecodeSay(f *testing.F) {
 }
 
 func FuzzParseVolume(f *testing.F) {
-	for _, s := range []string{"0", "0.5", "1", "50", "50%", "100%", "101", "-1", "NaN", "1e2", "", "%"} {
+	for _, s := range []string{"0", "0.5", "1", "50", "50%", "100%", "101", "-1", "NaN", "1e2", "", "%", "-0", "+Inf", "-50%", "1e400"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
