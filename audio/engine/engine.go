@@ -362,7 +362,7 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 		}
 		key, pcm, hit := m.key, m.pcm, m.hit
 		c := Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm, Cached: hit, Took: time.Since(start), Unknown: m.unknown}
-		if !c.Last {
+		if !c.Last || s.Continued {
 			c.Silence = v.silence
 		}
 		if err := emit(c); err != nil {

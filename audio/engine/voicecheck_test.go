@@ -3,11 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
-	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 )
 
@@ -56,5 +57,31 @@ func TestSpeakNothingToSay(t *testing.T) {
 	})
 	if !errors.Is(err, ErrNothingToSay) {
 		t.Errorf("Speak = %v, want ErrNothingToSay", err)
+	}
+}
+
+// TestSpeakContinued: every sentence but the last asks for the voice's
+// pause; with Request.Continued (a Wyoming stream, more to come) the last
+// one does too, so that a text spoken in parts has the pauses of the
+// whole.
+func TestSpeakContinued(t *testing.T) {
+	dir := t.TempDir()
+	enginetest.WriteVoices(t, dir, "dflt")
+	vs, _ := testEngine(t, dir, "dflt", testSessions())
+	for _, continued := range []bool{false, true} {
+		var pauses []time.Duration
+		err := vs.Speak(context.Background(), Request{Text: "One. Two.", Continued: continued}, func(c Chunk) error {
+			pauses = append(pauses, c.Silence)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pauses) != 2 || pauses[0] <= 0 {
+			t.Fatalf("continued %v: pauses %v, want two, the first > 0", continued, pauses)
+		}
+		if want := map[bool]time.Duration{false: 0, true: pauses[0]}[continued]; pauses[1] != want {
+			t.Errorf("continued %v: pause after the last sentence %v, want %v", continued, pauses[1], want)
+		}
 	}
 }

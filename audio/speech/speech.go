@@ -26,6 +26,11 @@ type Request struct {
 	// an autoregressive decoder continues from the previous one (such
 	// audio is not cached).
 	Session string
+	// Continued says that more of the same utterance follows this text
+	// (a Wyoming stream spoken as its sentences arrive): the last sentence
+	// is followed by the voice's pause too, as every other one is, so that
+	// the parts sound as the whole text would.
+	Continued bool
 	// LengthScale, NoiseScale and NoiseW override a Piper voice's
 	// inference defaults when set (other kinds ignore them); the phrase
 	// cache keys the values used.
@@ -37,7 +42,7 @@ type Chunk struct {
 	Index   int
 	Last    bool
 	PCM     audio.PCM
-	Silence time.Duration // pause to play after PCM
+	Silence time.Duration // pause to play after PCM (none after the last, unless Request.Continued)
 	Cached  bool          // PCM came from the phrase cache, not from synthesis
 	// Took is how long the engine worked on the sentence: the cache
 	// lookup, and the synthesis on a miss.

@@ -179,31 +179,55 @@ func indexRune(rs []rune, r rune) int {
 // every other kind of whitespace to a single ' ', no spaces at line ends,
 // and control characters and (unless keepMarkup) tags removed.
 func cleanText(s string, keepMarkup bool) []rune {
+	out, _ := cleanTextAt(s, keepMarkup, false)
+	return out
+}
+
+// cleanTextAt is cleanText that also returns, when withOffsets, the byte
+// offset in s of what each returned rune was made from (for a collapsed
+// run of spaces, its first space).
+func cleanTextAt(s string, keepMarkup, withOffsets bool) (out []rune, at []int) {
 	in := []rune(s)
-	out := make([]rune, 0, len(in))
+	out = make([]rune, 0, len(in))
+	var offs []int // byte offset of in[i]; len(in)+1 entries
+	if withOffsets {
+		offs = make([]int, 0, len(in)+1)
+		for i := range s {
+			offs = append(offs, i)
+		}
+		offs = append(offs, len(s))
+		at = make([]int, 0, len(in))
+	}
+	i := 0 // the rune of in being cleaned
 	// pendingSpace defers writing a space so runs collapse and spaces before
 	// a line break or at the start of a line vanish.
-	pendingSpace := false
+	pendingSpace, spaceAt := false, 0
+	emit := func(r rune, from int) {
+		out = append(out, r)
+		if withOffsets {
+			at = append(at, offs[from])
+		}
+	}
 	put := func(r rune) {
 		switch r {
 		case '\n':
 			pendingSpace = false
 			if n := len(out); n > 0 && out[n-1] != '\n' {
-				out = append(out, '\n')
+				emit('\n', i)
 			}
 		case ' ':
-			if n := len(out); n > 0 && out[n-1] != '\n' {
-				pendingSpace = true
+			if n := len(out); n > 0 && out[n-1] != '\n' && !pendingSpace {
+				pendingSpace, spaceAt = true, i
 			}
 		default:
 			if pendingSpace {
-				out = append(out, ' ')
+				emit(' ', spaceAt)
 				pendingSpace = false
 			}
-			out = append(out, r)
+			emit(r, i)
 		}
 	}
-	for i := 0; i < len(in); i++ {
+	for ; i < len(in); i++ {
 		r := in[i]
 		switch {
 		case r == '\r':
@@ -246,8 +270,11 @@ func cleanText(s string, keepMarkup bool) []rune {
 	}
 	if n := len(out); n > 0 && out[n-1] == '\n' {
 		out = out[:n-1]
+		if withOffsets {
+			at = at[:n-1]
+		}
 	}
-	return out
+	return out, at
 }
 
 // tagEnd returns the index of the '>' closing a tag that starts at in[i],
@@ -317,7 +344,20 @@ func decodeEntity(in []rune, i int) (rune, int) {
 // splitLine appends the sentences of one cleaned line to out.
 func splitLine(line []rune, maxRunes int, out []string) []string {
 	start := 0
-	for i := 0; i < len(line); i++ {
+	for {
+		end := nextBoundary(line, start)
+		if end < 0 {
+			return appendSentence(out, line[start:], maxRunes)
+		}
+		out = appendSentence(out, line[start:end], maxRunes)
+		start = end
+	}
+}
+
+// nextBoundary returns where the first sentence of line[start:] ends (past
+// its marks and closing quotes), or -1 when the line ends it.
+func nextBoundary(line []rune, start int) int {
+	for i := start; i < len(line); i++ {
 		r := line[i]
 		if !isCJKTerminator(r) && !isLatinTerminator(r) {
 			continue
@@ -342,11 +382,9 @@ func splitLine(line []rune, maxRunes int, out []string) []string {
 				continue // "&amp;" kept by KeepMarkup
 			}
 		}
-		out = appendSentence(out, line[start:closed], maxRunes)
-		start = closed
-		i = closed - 1
+		return closed
 	}
-	return appendSentence(out, line[start:], maxRunes)
+	return -1
 }
 
 // appendSentence trims s and appends it to out, broken into pieces of at most
