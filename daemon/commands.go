@@ -245,8 +245,17 @@ func (d *Daemon) checkVoices() {
 			continue
 		}
 		d.mu.Lock()
-		d.voice = name
+		gone := !slices.Contains(d.voices, name)
+		if !gone {
+			d.voice = name
+		}
 		d.mu.Unlock()
+		if gone {
+			// A reload took it away while it loaded: the select no
+			// longer offers it.
+			d.emitFailed("", "", "voice/set", ReasonUnknownVoice, fmt.Errorf("%w %q", ErrUnknownVoice, name))
+			continue
+		}
 		d.log.Info("default voice set", "voice", name)
 		d.markState()
 	}

@@ -245,11 +245,12 @@ func (d *Daemon) discoveryPayload(voices []string) ([]byte, error) {
 }
 
 // publishDiscovery refreshes the voice list (new voices show up in the
-// select) and publishes the retained discovery document.
+// select, and a default voice that is gone is replaced) and publishes the
+// retained discovery document.
 func (d *Daemon) publishDiscovery(ctx context.Context) {
 	voices := d.opts.Engine.Voices()
 	d.mu.Lock()
-	d.voices = voices
+	d.setVoicesLocked(voices) // the state published next follows
 	d.mu.Unlock()
 	b, err := d.discoveryPayload(voices)
 	if err != nil {

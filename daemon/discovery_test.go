@@ -237,13 +237,114 @@ func TestVoicesReload(t *testing.T) {
 	if got := doc.Components["voice"].Options; !slices.Equal(got, []string{"alice", "carol"}) {
 		t.Errorf("voice options %v after the reload", got)
 	}
-	if s := h.d.Snapshot(); !slices.Equal(s.Voices, []string{"alice", "carol"}) || s.Voice != "" {
-		t.Errorf("state voices %v, voice %q: want the new list and the default voice", s.Voices, s.Voice)
+	if s := h.d.Snapshot(); !slices.Equal(s.Voices, []string{"alice", "carol"}) || s.Voice != "alice" {
+		t.Errorf("state voices %v, voice %q: want the new list and the default voice alice", s.Voices, s.Voice)
 	}
 	h.send("say", `{"id":"c","text":"x","voice":"carol"}`)
 	h.waitEvent("c", EventFinished)
 	h.send("say", `{"id":"b","text":"x","voice":"bob"}`)
 	if e := h.waitEvent("b", EventFailed); e.Reason != ReasonUnknownVoice {
 		t.Errorf("say in a removed voice: %+v", e)
+	}
+}
+
+// lastVoiceSelect returns the voice select of the last discovery payload:
+// nil when it is a removal stub (or absent).
+func (h *harness) lastVoiceSelect() *haComponent {
+	h.t.Helper()
+	msgs := h.tr.on(discoveryTopic)
+	if len(msgs) == 0 {
+		h.t.Fatal("no discovery published")
+	}
+	var doc haDiscovery
+	if err := json.Unmarshal(msgs[len(msgs)-1].payload, &doc); err != nil {
+		h.t.Fatal(err)
+	}
+	if c, ok := doc.Components["voice"]; ok && c.CommandTopic != "" {
+		return &c
+	}
+	return nil
+}
+
+// TestVoiceAlwaysAnOption: Home Assistant's select refuses a state that
+// is not one of its options (it logs "Invalid option" and keeps showing
+// the old one), so the state's voice is always one the last discovery
+// offers. The voice chosen with voice/set gone, the daemon falls back to
+// the configured default voice; that one gone too, to the first voice
+// left; none left, the select is removed and the state's voice is "";
+// voices back, the default voice again.
+func TestVoiceAlwaysAnOption(t *testing.T) {
+	h := newHarness(t, nil)
+	var mu sync.Mutex
+	voices := []string{"alice", "bob", "carol"}
+	setVoices := func(v ...string) { mu.Lock(); defer mu.Unlock(); voices = v }
+	h.eng.fake.VoicesFunc = func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(voices) }
+	h.start()
+	waitFor(t, "discovery at start", func() bool { return len(h.tr.on(discoveryTopic)) == 1 })
+	h.send("voice/set", "bob")
+	waitFor(t, "voice/set bob", func() bool { return h.lastState().Voice == "bob" })
+
+	reload := func(want string, v ...string) {
+		t.Helper()
+		before := len(h.tr.on(discoveryTopic))
+		setVoices(v...)
+		h.d.ReloadVoices() // what mynahd's watch of voices.dir calls
+		waitFor(t, "discovery after the reload", func() bool { return len(h.tr.on(discoveryTopic)) > before })
+		waitFor(t, "state voice "+want, func() bool { return h.lastState().Voice == want })
+		sel := h.lastVoiceSelect()
+		switch {
+		case want == "" && sel != nil:
+			t.Errorf("no voice left, but the select offers %v", sel.Options)
+		case want != "" && (sel == nil || !slices.Contains(sel.Options, want)):
+			t.Errorf("state voice %q is not one of the select's options (%v)", want, sel)
+		}
+		if s := h.d.Snapshot(); s.Voice != want || !slices.Equal(s.Voices, v) {
+			t.Errorf("snapshot voice %q voices %v, want %q %v", s.Voice, s.Voices, want, v)
+		}
+	}
+	// bob's directory renamed: the default voice.
+	reload("alice", "alice", "bobby", "carol")
+	h.send("say", `{"id":"a","text":"x"}`)
+	if h.waitEvent("a", EventFinished); h.eng.last().Voice != "alice" {
+		t.Errorf("spoken in %q, want alice", h.eng.last().Voice)
+	}
+	// The default voice's directory renamed too: the first voice left.
+	reload("bobby", "bobby", "carol")
+	h.send("say", `{"id":"b","text":"x"}`)
+	if h.waitEvent("b", EventFinished); h.eng.last().Voice != "bobby" {
+		t.Errorf("spoken in %q, want bobby", h.eng.last().Voice)
+	}
+	// Nothing left: no select, no voice.
+	reload("", []string{}...)
+	// Voices back: the default voice, as at the start.
+	reload("alice", "alice", "carol")
+}
+
+// TestVoiceGoneBeforeReload: a discovery publish (Home Assistant back
+// online) can be the first to see the voice list change; the state that
+// follows it holds a voice of the new list all the same.
+func TestVoiceGoneBeforeReload(t *testing.T) {
+	h := newHarness(t, nil)
+	var mu sync.Mutex
+	voices := []string{"alice", "bob"}
+	h.eng.fake.VoicesFunc = func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(voices) }
+	h.start()
+	waitFor(t, "discovery at start", func() bool { return len(h.tr.on(discoveryTopic)) == 1 })
+	h.send("voice/set", "bob")
+	waitFor(t, "voice/set bob", func() bool { return h.lastState().Voice == "bob" })
+	mu.Lock()
+	voices = []string{"alice"}
+	mu.Unlock()
+	h.sendMsg(Message{Topic: "homeassistant/status", Payload: []byte("online")})
+	waitFor(t, "discovery after HA online", func() bool { return len(h.tr.on(discoveryTopic)) == 2 })
+	waitFor(t, "state voice alice", func() bool { return h.lastState().Voice == "alice" })
+	if sel := h.lastVoiceSelect(); sel == nil || !slices.Equal(sel.Options, []string{"alice"}) {
+		t.Errorf("select %+v, want options [alice]", sel)
+	}
+	// A later reload finds the same list: the state keeps alice.
+	h.d.ReloadVoices()
+	h.send("say", `{"id":"a","text":"x"}`)
+	if h.waitEvent("a", EventFinished); h.eng.last().Voice != "alice" {
+		t.Errorf("spoken in %q, want alice", h.eng.last().Voice)
 	}
 }

@@ -90,7 +90,10 @@ const (
 type State struct {
 	State string `json:"state"` // idle or speaking
 	Queue int    `json:"queue"` // requests waiting, not counting the one playing
-	Voice string `json:"voice"` // the default voice ("" = the engine's)
+	// Voice is the default voice, always one of Voices (the voice select
+	// refuses any other): "" only when there are none, or when the
+	// choice is left to the engine (Options.DefaultVoice "").
+	Voice string `json:"voice"`
 	// Voices are the voices a request may name, as the voice select
 	// offers them.
 	Voices   []string `json:"voices"`

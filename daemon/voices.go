@@ -61,16 +61,51 @@ func (d *Daemon) reloadOnce(asked bool) {
 	voices := d.opts.Engine.Voices()
 	d.mu.Lock()
 	same := slices.Equal(voices, d.voices)
-	d.voices = voices
-	if d.voice != "" && !slices.Contains(voices, d.voice) {
-		d.log.Warn("the voice chosen with voice/set is gone: back to the default voice", "voice", d.voice)
-		d.voice = ""
-	}
+	voiceChanged := d.setVoicesLocked(voices)
 	d.mu.Unlock()
 	if !asked && same && !changes.Any() {
+		if voiceChanged {
+			d.markState()
+		}
 		return
 	}
 	d.log.Info("voices reloaded", "voices", voices, "added", changes.Added, "changed", changes.Changed, "removed", changes.Removed)
 	d.emit(Event{State: EventDone, Command: cmdReload, Voices: &changes})
 	signal(d.discoveryDue) // the select's options, then the state
+}
+
+// setVoicesLocked takes voices as the engine's list and keeps the default
+// voice one of them, since Home Assistant's voice select refuses a state
+// that is not one of its options (it logs "Invalid option" and goes on
+// showing the old one). The voice gone (its directory renamed or
+// removed), the default becomes Options.DefaultVoice, or that gone too
+// the first voice left; with no voice left it is "" and the select is
+// removed (discoveryPayload); voices back, the default again. A default
+// left to the engine (Options.DefaultVoice and the voice "") stays so.
+// It says whether the default voice changed. d.mu is held.
+func (d *Daemon) setVoicesLocked(voices []string) bool {
+	d.voices = voices
+	if slices.Contains(voices, d.voice) || d.voice == "" && d.opts.DefaultVoice == "" {
+		return false
+	}
+	was := d.voice
+	switch {
+	case slices.Contains(voices, d.opts.DefaultVoice):
+		d.voice = d.opts.DefaultVoice
+	case len(voices) > 0:
+		d.voice = voices[0]
+	default:
+		d.voice = ""
+	}
+	switch {
+	case d.voice == was: // still none
+		return false
+	case d.voice == "":
+		d.log.Warn("the default voice is gone and no voice is left: requests fail until one is installed", "voice", was)
+	case was == "":
+		d.log.Info("voices installed again: default voice set", "voice", d.voice)
+	default:
+		d.log.Warn("the default voice is gone: falling back", "voice", was, "fallback", d.voice)
+	}
+	return true
 }
