@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -252,5 +253,32 @@ func TestOwnerTopic(t *testing.T) {
 	}
 	if n := h.d.Snapshot().Counters.Received; n != 1 {
 		t.Errorf("received %d: a topic with a slash in the owner must be ignored", n)
+	}
+}
+
+// TestVoiceSetOfAVoiceRemovedWhileItLoads: a reload that takes the voice
+// away while voice/set loads it wins; the select no longer offers it, so
+// the state must not take it.
+func TestVoiceSetOfAVoiceRemovedWhileItLoads(t *testing.T) {
+	h := newHarness(t, nil)
+	var mu sync.Mutex
+	voices := []string{"alice", "bob"}
+	h.eng.fake.VoicesFunc = func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(voices) }
+	hold := make(chan struct{})
+	h.eng.checkHold = hold
+	h.start()
+	h.send("voice/set", "bob")
+	waitFor(t, "the check of bob", func() bool { h.eng.mu.Lock(); defer h.eng.mu.Unlock(); return len(h.eng.checks) == 1 })
+	mu.Lock()
+	voices = []string{"alice"}
+	mu.Unlock()
+	h.d.ReloadVoices()
+	waitFor(t, "the reload", func() bool { return !slices.Contains(h.d.Snapshot().Voices, "bob") })
+	close(hold)
+	if e := h.waitCommand("voice/set", EventFailed); e.Reason != ReasonUnknownVoice || !strings.Contains(e.Error, "bob") {
+		t.Errorf("voice/set of the removed voice: %+v", e)
+	}
+	if v := h.d.Snapshot().Voice; v != "alice" {
+		t.Errorf("voice %q, want alice: bob went while it loaded", v)
 	}
 }
