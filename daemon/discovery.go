@@ -56,14 +56,30 @@ type haComponent struct {
 	JSONAttributesTemplate string `json:"json_attributes_template,omitempty"`
 }
 
-// Templates Home Assistant renders (Jinja) on mynah's JSON.
+// Templates Home Assistant renders (Jinja) on mynah's JSON. Its event
+// entity ignores a template that renders "{}" and refuses (logs "Invalid
+// event type") an event_type outside the entity's event_types
+// (homeassistant/components/mqtt/event.py), so each event entity's
+// template picks its own events out of mynah/<node>/event.
 const (
-	// eventTemplate turns a request's terminal event into an event
-	// entity's payload; any other event renders "{}", which Home
-	// Assistant ignores.
-	eventTemplate = `{% if value_json.state in ['finished', 'failed', 'dropped'] %}` +
+	// requestEventTemplate turns a say request's terminal event into the
+	// Request entity's payload. A command's event carries the command's
+	// name (Event.Command), a say's never: a failed cache/purge is not a
+	// failed request.
+	requestEventTemplate = `{% if value_json.state in ['finished', 'failed', 'dropped'] and value_json.command is not defined %}` +
 		`{"event_type": {{ value_json.state | to_json }}, "id": {{ value_json.id | default('') | to_json }}, ` +
 		`"reason": {{ value_json.reason | default('') | to_json }}, "error": {{ value_json.error | default('') | to_json }}, ` +
+		`"redelivered": {{ value_json.redelivered | default(false) | to_json }}}` +
+		`{% else %}{}{% endif %}`
+	// commandEventTemplate turns a control command's done or failed event
+	// (cache/purge, speaker/enroll, speaker/forget, voice/set,
+	// volume/set, voices/reload) into the Command entity's payload.
+	commandEventTemplate = `{% if value_json.state in ['done', 'failed'] and value_json.command is defined %}` +
+		`{"event_type": {{ value_json.state | to_json }}, "command": {{ value_json.command | to_json }}, ` +
+		`"id": {{ value_json.id | default('') | to_json }}, "owner": {{ value_json.owner | default('') | to_json }}, ` +
+		`"speaker": {{ value_json.speaker | default('') | to_json }}, ` +
+		`"reason": {{ value_json.reason | default('') | to_json }}, "error": {{ value_json.error | default('') | to_json }}, ` +
+		`"scope": {{ value_json.scope | default('') | to_json }}, "removed": {{ value_json.removed | default(none) | to_json }}, ` +
 		`"redelivered": {{ value_json.redelivered | default(false) | to_json }}}` +
 		`{% else %}{}{% endif %}`
 	lastErrorTemplate      = `{{ value_json.last_error.reason if value_json.last_error is defined else 'none' }}`
@@ -71,9 +87,12 @@ const (
 	lastErrorAttrsTemplate = `{{ value_json.last_error | default({}) | to_json }}`
 )
 
-// haEventTypes are the event entity's types: the terminal states of a
-// say request.
-var haEventTypes = []string{EventFinished, EventFailed, EventDropped}
+// The event entities' types: the terminal states of a say request, and
+// the outcomes of a control command.
+var (
+	haRequestEventTypes = []string{EventFinished, EventFailed, EventDropped}
+	haCommandEventTypes = []string{EventDone, EventFailed}
+)
 
 // optionalComponents are the components that exist only with a cache or
 // with voices, by key and platform: removed with a stub when absent.
@@ -156,11 +175,18 @@ func (d *Daemon) discoveryPayload(voices []string) ([]byte, error) {
 	reload.EntityCategory = "config"
 	reload.CommandTopic = t.reload
 
-	events := cmp("event", "request", "Request")
-	events.Icon = "mdi:message-badge"
-	events.StateTopic = t.event
-	events.ValueTemplate = eventTemplate
-	events.EventTypes = haEventTypes
+	requests := cmp("event", "request", "Request")
+	requests.Icon = "mdi:message-badge"
+	requests.StateTopic = t.event
+	requests.ValueTemplate = requestEventTemplate
+	requests.EventTypes = haRequestEventTypes
+
+	commands := cmp("event", "command", "Command")
+	commands.Icon = "mdi:console-line"
+	commands.EntityCategory = "diagnostic"
+	commands.StateTopic = t.event
+	commands.ValueTemplate = commandEventTemplate
+	commands.EventTypes = haCommandEventTypes
 
 	lastErr := cmp("sensor", "last_error", "Last error")
 	lastErr.Icon = "mdi:alert-circle-outline"
@@ -171,7 +197,7 @@ func (d *Daemon) discoveryPayload(voices []string) ([]byte, error) {
 	lastErr.JSONAttributesTemplate = lastErrorAttrsTemplate
 
 	cmps := map[string]haComponent{"say": say, "volume": volume, "stop": stop, "state": state, "queue": queue,
-		"request": events, "last_error": lastErr, "voices_reload": reload}
+		"request": requests, "command": commands, "last_error": lastErr, "voices_reload": reload}
 	if d.opts.Cache != nil {
 		// The state carries a cache object only with a cache; the
 		// templates assume it.

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"slices"
 	"testing"
@@ -49,8 +50,10 @@ json.dump(out, sys.stdout)
 	return rendered
 }
 
-// TestDiscoveryTemplatesRender renders the event entity's and the last
-// error sensor's templates on the JSON the daemon really publishes.
+// TestDiscoveryTemplatesRender renders the event entities' and the
+// sensors' templates on the JSON the daemon publishes: the Request
+// entity fires for say requests only, the Command entity for the
+// control commands only.
 func TestDiscoveryTemplatesRender(t *testing.T) {
 	event := func(e Event) string {
 		e.Time = time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
@@ -65,20 +68,50 @@ func TestDiscoveryTemplatesRender(t *testing.T) {
 		b, _ := json.Marshal(State{State: "idle", Audio: a})
 		return string(b)
 	}
+	two := 2
 	fin := event(Event{ID: "k1", State: EventFinished, LatencyMS: millis(80 * time.Millisecond), Cache: CacheHit})
 	failed := event(Event{ID: "k2", State: EventFailed, Reason: ReasonInvalidJSON, Error: `"Küche" {not json`})
 	resent := event(Event{ID: "k3", State: EventDropped, Reason: ReasonExpired, Redelivered: true})
 	queued := event(Event{ID: "k4", State: EventQueued})
 	warning := event(Event{State: EventWarning, Reason: "cache_corrupt"})
+	purgeFailed := event(Event{State: EventFailed, Command: "cache/purge", Reason: ReasonNotSupported, Error: "the phrase cache is off"})
+	enrollFailed := event(Event{ID: "e1", State: EventFailed, Command: cmdEnroll, Owner: "ann", Reason: ReasonBadAudio, Error: "not a WAV"})
+	enrolled := event(Event{ID: "e2", State: EventDone, Command: cmdEnroll, Owner: "ann", Speaker: "dad"})
+	purged := event(Event{State: EventDone, Command: "cache/purge", Scope: "phrases", Removed: &two})
 	le := &LastError{State: EventFailed, Reason: ReasonAudio, Error: "device gone", ID: "k5", Time: time.Unix(0, 0).UTC()}
 
 	got := renderJinja(t, [][2]string{
-		{eventTemplate, fin}, {eventTemplate, failed}, {eventTemplate, resent}, {eventTemplate, queued}, {eventTemplate, warning},
+		{requestEventTemplate, fin}, {requestEventTemplate, failed}, {requestEventTemplate, resent}, {requestEventTemplate, queued},
+		{requestEventTemplate, warning},
 		{lastErrorTemplate, state(nil)}, {lastErrorTemplate, state(le)},
 		{lastErrorAttrsTemplate, state(nil)}, {lastErrorAttrsTemplate, state(le)},
 		{audioProblemTemplate, audioState(nil)}, {audioProblemTemplate, audioState(&AudioStatus{Available: true})},
 		{audioProblemTemplate, audioState(&AudioStatus{Error: "no such device"})},
+		// The commands' events: not the Request entity's, the Command's.
+		{requestEventTemplate, purgeFailed}, {requestEventTemplate, enrollFailed}, {requestEventTemplate, enrolled},
+		{commandEventTemplate, purgeFailed}, {commandEventTemplate, enrollFailed}, {commandEventTemplate, enrolled},
+		{commandEventTemplate, purged}, {commandEventTemplate, fin}, {commandEventTemplate, failed}, {commandEventTemplate, warning},
 	})
+	renders := func(what string, got string, want map[string]any, types []string) {
+		t.Helper()
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(got), &obj); err != nil {
+			t.Errorf("%s renders %q: not a JSON object (%v)", what, got, err)
+			return
+		}
+		if len(obj) != len(want) {
+			t.Errorf("%s renders %v, want %v", what, obj, want)
+			return
+		}
+		for k, v := range want {
+			if obj[k] != v {
+				t.Errorf("%s: %s = %v, want %v", what, k, obj[k], v)
+			}
+		}
+		if et, ok := obj["event_type"].(string); ok && !slices.Contains(types, et) {
+			t.Errorf("%s renders event_type %q, which the entity's event_types %v lack", what, et, types)
+		}
+	}
 
 	// Home Assistant's event entity: a JSON object with event_type among
 	// event_types triggers; "{}" is ignored.
@@ -89,22 +122,26 @@ func TestDiscoveryTemplatesRender(t *testing.T) {
 		{}, {},
 	}
 	for i, want := range wantEvents {
-		var obj map[string]any
-		if err := json.Unmarshal([]byte(got[i]), &obj); err != nil {
-			t.Errorf("event %d renders %q: not a JSON object (%v)", i, got[i], err)
-			continue
-		}
-		if len(obj) != len(want) {
-			t.Errorf("event %d renders %v, want %v", i, obj, want)
-		}
-		for k, v := range want {
-			if obj[k] != v {
-				t.Errorf("event %d: %s = %v, want %v", i, k, obj[k], v)
-			}
-		}
-		if et, ok := obj["event_type"].(string); ok && !slices.Contains(haEventTypes, et) {
-			t.Errorf("event %d renders event_type %q, which the entity's event_types lack", i, et)
-		}
+		renders(fmt.Sprintf("request event %d", i), got[i], want, haRequestEventTypes)
+	}
+	// Home Assistant's Request entity fired failed with id "" for a
+	// failed cache/purge: a command is not a say request.
+	for i, what := range []string{"failed cache/purge", "failed speaker/enroll", "done speaker/enroll"} {
+		renders("request entity, "+what, got[12+i], map[string]any{}, haRequestEventTypes)
+	}
+	commandEvents := []map[string]any{
+		{"event_type": "failed", "command": "cache/purge", "id": "", "owner": "", "speaker": "", "reason": "not_supported",
+			"error": "the phrase cache is off", "scope": "", "removed": nil, "redelivered": false},
+		{"event_type": "failed", "command": "speaker/enroll", "id": "e1", "owner": "ann", "speaker": "", "reason": "bad_audio",
+			"error": "not a WAV", "scope": "", "removed": nil, "redelivered": false},
+		{"event_type": "done", "command": "speaker/enroll", "id": "e2", "owner": "ann", "speaker": "dad", "reason": "",
+			"error": "", "scope": "", "removed": nil, "redelivered": false},
+		{"event_type": "done", "command": "cache/purge", "id": "", "owner": "", "speaker": "", "reason": "",
+			"error": "", "scope": "phrases", "removed": 2.0, "redelivered": false},
+		{}, {}, {},
+	}
+	for i, want := range commandEvents {
+		renders(fmt.Sprintf("command event %d", i), got[15+i], want, haCommandEventTypes)
 	}
 	if got[5] != "none" || got[6] != ReasonAudio {
 		t.Errorf("last error sensor renders %q and %q, want none and %s", got[5], got[6], ReasonAudio)
@@ -115,5 +152,94 @@ func TestDiscoveryTemplatesRender(t *testing.T) {
 	var attrs map[string]any
 	if got[7] != "{}" || json.Unmarshal([]byte(got[8]), &attrs) != nil || attrs["error"] != "device gone" || attrs["id"] != "k5" {
 		t.Errorf("last error attributes render %q and %q", got[7], got[8])
+	}
+}
+
+// TestEventEntitiesSplitSaysAndCommands renders the event entities of the
+// discovery the daemon publishes on every event it publishes for say
+// requests and for control commands that fail or succeed: each fires only
+// for its own kind, with an event_type among its event_types, and the
+// Request entity never with an empty id.
+func TestEventEntitiesSplitSaysAndCommands(t *testing.T) {
+	h := newHarness(t, nil).start()
+	h.send("say", `{"id":"ok","text":"x"}`)
+	h.waitEvent("ok", EventFinished)
+	h.send("say", `{"id":"bad","text":"x","rate":9}`)
+	h.waitEvent("bad", EventFailed)
+	h.send("say", `{"id":"nv","text":"x","voice":"zed"}`)
+	h.waitEvent("nv", EventFailed)
+	commands := []struct{ topic, payload string }{
+		{"cache/purge", "phrases"},              // no cache: not_supported
+		{"speaker/enroll", `{"id":"e1"}`},       // no cloning voice
+		{"u/ann/speaker/forget", "dad"},         // no cloning voice
+		{"voice/set", "zed"},                    // unknown voice
+		{"volume/set", "-1"},                    // out of range
+		{"u/a+b/speaker/enroll", `{"id":"e2"}`}, // bad owner
+		{"voices/reload", ""},                   // done
+	}
+	for _, c := range commands {
+		h.send(c.topic, c.payload)
+	}
+	waitFor(t, "the commands' events", func() bool {
+		n := 0
+		for _, e := range h.events() {
+			if e.Command != "" {
+				n++
+			}
+		}
+		return n == len(commands)
+	})
+	msgs := h.tr.on(discoveryTopic)
+	var doc haDiscovery
+	if err := json.Unmarshal(msgs[len(msgs)-1].payload, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var entities []haComponent
+	for _, key := range []string{"request", "command"} {
+		if c, ok := doc.Components[key]; ok && c.Platform == "event" {
+			entities = append(entities, c)
+		} else {
+			t.Errorf("no %s event entity", key)
+		}
+	}
+	var cases [][2]string
+	var published []Event
+	for _, m := range h.tr.on("mynah/test/event") {
+		var e Event
+		json.Unmarshal(m.payload, &e)
+		published = append(published, e)
+		for _, entity := range entities {
+			cases = append(cases, [2]string{entity.ValueTemplate, string(m.payload)})
+		}
+	}
+	got := renderJinja(t, cases)
+	fired := map[string][]string{}
+	for i, e := range published {
+		for j, entity := range entities {
+			var obj map[string]any
+			if err := json.Unmarshal([]byte(got[len(entities)*i+j]), &obj); err != nil {
+				t.Fatalf("%s renders %q on %+v", entity.Name, got[len(entities)*i+j], e)
+			}
+			if len(obj) == 0 {
+				continue
+			}
+			et, _ := obj["event_type"].(string)
+			if !slices.Contains(entity.EventTypes, et) {
+				t.Errorf("%s renders event_type %q on %+v: not among %v", entity.Name, et, e, entity.EventTypes)
+			}
+			if entity.Name == "Request" && (obj["id"] == "" || e.Command != "") {
+				t.Errorf("the Request entity fires on %+v", e)
+			}
+			if entity.Name == "Command" && obj["command"] != e.Command {
+				t.Errorf("the Command entity fires %v on %+v", obj, e)
+			}
+			fired[entity.Name] = append(fired[entity.Name], et+" "+e.ID+e.Command)
+		}
+	}
+	wantRequest := []string{"finished ok", "failed bad", "failed nv"}
+	wantCommand := []string{"failed cache/purge", "failed e1speaker/enroll", "failed speaker/forget", "failed voice/set",
+		"failed volume/set", "failed e2speaker/enroll", "done voices/reload"}
+	if !slices.Equal(fired["Request"], wantRequest) || !slices.Equal(fired["Command"], wantCommand) {
+		t.Errorf("Request fired %q, want %q\nCommand fired %q, want %q", fired["Request"], wantRequest, fired["Command"], wantCommand)
 	}
 }

@@ -43,7 +43,8 @@ func TestDiscoveryPayload(t *testing.T) {
 
 	cmps := obj(doc, "cmps")
 	want := map[string]struct{ platform, command, template string }{
-		"request":       {"event", "", eventTemplate},
+		"request":       {"event", "", requestEventTemplate},
+		"command":       {"event", "", commandEventTemplate},
 		"last_error":    {"sensor", "", lastErrorTemplate},
 		"voices_reload": {"button", "mynah/test/voices/reload", ""},
 		"say":           {"notify", "mynah/test/say", ""},
@@ -82,6 +83,11 @@ func TestDiscoveryPayload(t *testing.T) {
 		}
 		if w.template != "" && (str(c, "state_topic") != topic || str(c, "value_template") != w.template) {
 			t.Errorf("component %s: state %q %q", key, str(c, "state_topic"), str(c, "value_template"))
+		}
+	}
+	for key, want := range map[string][]any{"request": {"finished", "failed", "dropped"}, "command": {"done", "failed"}} {
+		if types, _ := obj(cmps, key)["event_types"].([]any); !slices.Equal(types, want) {
+			t.Errorf("%s event_types %v, want %v", key, types, want)
 		}
 	}
 	if opts, _ := obj(cmps, "voice")["options"].([]any); len(opts) != 2 || opts[0] != "alice" || opts[1] != "bob" {

@@ -32,8 +32,10 @@ type Event struct {
 	Reason string `json:"reason,omitempty"`
 	// Error is a human-readable detail for failed events.
 	Error string `json:"error,omitempty"`
-	// Command names the control topic (stop, volume/set, voice/set,
-	// cache/purge) a failed event is about.
+	// Command names the control command (volume/set, voice/set,
+	// cache/purge, speaker/enroll, ...) a done or failed event is about.
+	// A say request's events never carry one: Home Assistant's Request
+	// and Command event entities tell the two apart by it.
 	Command string `json:"command,omitempty"`
 	Owner   string `json:"owner,omitempty"`
 	// FirstAudioMS is received → first PCM accepted by the sink (started
