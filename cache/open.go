@@ -68,12 +68,17 @@ func isSystemError(err error) bool {
 	return errors.As(err, &pe) || errors.As(err, &errno)
 }
 
-// verifyDB runs the structural walk and bbolt's consistency check. poisoned
+// verifyDB runs the structural walk, the check that bbolt did not fall
+// back from a damaged meta page past spooled requests, and bbolt's
+// consistency check. poisoned
 // reports a panic inside bbolt, after which db must not be closed (Close
 // would wait for the transaction the panic left open).
 func verifyDB(db *bolt.DB, path string) (poisoned bool, err error) {
 	if err := verifyStructure(path, db.Info().PageSize); err != nil {
 		return false, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if err := checkMetaFallback(path); err != nil {
+		return false, err
 	}
 	return guard(func() error { return db.View(checkTx) })
 }

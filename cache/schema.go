@@ -6,6 +6,7 @@ import (
 	"container/list"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -18,7 +19,7 @@ var (
 	bucketMeta    = []byte("meta")         // schema version, persisted counters
 	bucketPhrases = []byte("phrases")      // PhraseKey → the caller's bytes
 	bucketIndex   = []byte("phrase_index") // PhraseKey → indexRecord (size, times, pin, voice)
-	bucketSpool   = []byte("spool")        // received (8 bytes, big-endian ns) + id → expires (8) + payload
+	bucketSpool   = []byte("spool")        // received (8 bytes, big-endian ns) + id → spool value (spool_record.go)
 	bucketSpeaker = []byte("speakers")     // "owner/name" → speakerRecord (schema 2)
 
 	keySchema   = []byte("schema")
@@ -211,7 +212,8 @@ type phraseEntry struct {
 }
 
 // loadState reads the index, the spool keys and the speakers. Records that
-// do not hold together (a malformed index record or spool key, a speaker
+// do not hold together (a malformed index record, a spool record that
+// fails its checksums or shape, a speaker
 // record that fails its CRC or checks, and with crossCheck an
 // index entry without audio or with a different size, or audio without an
 // index entry) are returned in bad. The cross-check visits every leaf of
@@ -259,8 +261,10 @@ func loadState(tx *bolt.Tx, crossCheck bool) (st *state, bad []badRecord) {
 		e.elem = st.lru.PushBack(e)
 	}
 	_ = tx.Bucket(bucketSpool).ForEach(func(k, v []byte) error {
-		if len(k) <= 8 || len(v) < 8 {
-			bad = append(bad, badRecord{bucketSpool, clone(k), "malformed spool record"})
+		// A payload stored under a higher Options.MaxSpoolPayload is
+		// still a request: no limit here.
+		if _, _, err := decodeSpoolRecord(k, v, math.MaxInt); err != nil {
+			bad = append(bad, badRecord{bucketSpool, clone(k), err.Error()})
 			return nil
 		}
 		st.spool[string(k[8:])] = clone(k)

@@ -3,6 +3,7 @@ package cache
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -41,11 +42,10 @@ func (s *Store) SpoolPut(id string, payload []byte, received, expires time.Time)
 		return fmt.Errorf("spool put: %w: receive time %v outside 1970–2262", ErrInvalid, received)
 	}
 	key := spoolKey(received, id)
-	val := make([]byte, 8, 8+len(payload))
+	var exp int64
 	if !expires.IsZero() {
-		binary.BigEndian.PutUint64(val, uint64(expires.UnixNano()))
+		exp = expires.UnixNano()
 	}
-	val = append(val, payload...)
 	err := s.submit(&writeOp{apply: func(tx *bolt.Tx) error {
 		old, exists := s.st.spool[id]
 		if !exists && len(s.st.spool) >= s.opts.MaxSpoolEntries {
@@ -57,6 +57,9 @@ func (s *Store) SpoolPut(id string, payload []byte, received, expires time.Time)
 				return abort(err)
 			}
 		}
+		// The value carries this commit's txid: a batch retried op by op
+		// commits in another transaction, so it is made here.
+		val := appendSpoolValue(make([]byte, 0, spoolValueHeader+len(payload)), key, uint64(tx.ID()), exp, payload)
 		if err := b.Put(key, val); err != nil {
 			return abort(err)
 		}
@@ -105,16 +108,13 @@ func (s *Store) SpoolList() ([]SpoolEntry, error) {
 			return nil // a read-only look at a file nothing was written to yet
 		}
 		return b.ForEach(func(k, v []byte) error {
-			if len(k) <= 8 || len(v) < 8 {
-				return nil // reported by Check, deleted at the next read-write open
+			r, _, err := decodeSpoolRecord(k, v, math.MaxInt)
+			if err != nil {
+				return nil // Open found none: the file changed under the store; Check reports it
 			}
-			e := SpoolEntry{
-				ID:       string(k[8:]),
-				Payload:  append([]byte(nil), v[8:]...),
-				Received: time.Unix(0, int64(binary.BigEndian.Uint64(k))),
-			}
-			if ns := int64(binary.BigEndian.Uint64(v)); ns != 0 {
-				e.Expires = time.Unix(0, ns)
+			e := SpoolEntry{ID: r.id, Payload: clone(r.payload), Received: time.Unix(0, r.received)}
+			if r.expires != 0 {
+				e.Expires = time.Unix(0, r.expires)
 			}
 			out = append(out, e)
 			return nil

@@ -224,8 +224,9 @@ type Stats struct {
 // tx.Check, or whose schema is foreign or newer than this build is moved
 // aside as "<path>.corrupt-<UTC time>" (the two newest such copies are
 // kept), a fresh file is created, a warning is logged and Recovery reports
-// it. The spool entries still readable in the damaged file are carried
-// into the new one first (see salvage.go). The check reads every branch and leaf page header and runs bbolt's
+// it. The spool records still readable in the damaged file are carried
+// into the new one, record by record, and Recovery counts what was
+// carried, lost and unreadable (see salvage.go). The check reads every branch and leaf page header and runs bbolt's
 // tx.Check (BenchmarkOpenFull measures it on a full 64 MiB file). A file
 // of an older schema is upgraded in one transaction.
 //
@@ -245,7 +246,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		return s, err
 	}
 	now := o.Now()
-	entries, lost, readable := salvageSpool(path, o)
+	entries, salvage := salvageSpool(path, o)
 	moved, mvErr := moveAside(path, now)
 	if mvErr != nil {
 		return nil, fmt.Errorf("open cache: %w; moving it aside failed: %w", err, mvErr)
@@ -254,19 +255,19 @@ func Open(path string, opts *Options) (*Store, error) {
 	if err2 != nil {
 		return nil, err2
 	}
-	rec := &Recovery{MovedTo: moved, Reason: err.Error(), At: now,
-		Spool: SpoolSalvage{Lost: lost, Unreadable: !readable}}
-	if cerr := s.carrySpool(entries); cerr != nil {
+	rec := &Recovery{MovedTo: moved, Reason: err.Error(), At: now, Spool: salvage}
+	carried, over, cerr := s.carrySpool(entries)
+	if cerr != nil {
 		o.Logger.Error("spooled requests of the damaged file not carried over", "requests", len(entries), "err", cerr)
 		for _, e := range entries {
-			rec.Spool.Lost = append(rec.Spool.Lost, string(e.key[8:]))
+			over = append(over, SpoolEntry{ID: e.rec.id, Received: time.Unix(0, e.rec.received)})
 		}
-	} else {
-		rec.Spool.Carried = min(len(entries), o.MaxSpoolEntries)
 	}
+	rec.Spool.Carried, rec.Spool.Lost = carried, append(rec.Spool.Lost, over...)
 	o.Logger.Warn("cache file was damaged; moved it aside and started an empty one",
 		"path", path, "moved_to", moved, "err", err,
-		"spool_carried", rec.Spool.Carried, "spool_lost", len(rec.Spool.Lost), "spool_unreadable", rec.Spool.Unreadable)
+		"spool_carried", rec.Spool.Carried, "spool_lost", len(rec.Spool.Lost), "spool_unreadable", rec.Spool.Unreadable,
+		"spool_damaged_pages", rec.Spool.DamagedPages, "spool_scanned", rec.Spool.Scanned)
 	s.recovery = rec
 	return s, nil
 }

@@ -187,6 +187,20 @@ func (w *pageWalker) mark(id, n uint64) error {
 // header reads and checks the header of page id, returning its flags,
 // element count and length in bytes (with overflow pages).
 func (w *pageWalker) header(id uint64) (flags uint16, count uint16, length uint64, err error) {
+	flags, count, run, err := w.pageHeader(id)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if err := w.mark(id, run); err != nil {
+		return 0, 0, 0, err
+	}
+	return flags, count, run * w.ps, nil
+}
+
+// pageHeader reads the header of page id and checks that it names the
+// page and that its overflow pages stay below the high-water mark. run is
+// the page's length in pages.
+func (w *pageWalker) pageHeader(id uint64) (flags, count uint16, run uint64, err error) {
 	if id < 2 || id >= w.hwm {
 		return 0, 0, 0, fmt.Errorf("page id %d outside [2, %d)", id, w.hwm)
 	}
@@ -198,14 +212,48 @@ func (w *pageWalker) header(id uint64) (flags uint16, count uint16, length uint6
 		return 0, 0, 0, fmt.Errorf("page %d has id %d in its header", id, got)
 	}
 	flags, count = ne.Uint16(h[8:]), ne.Uint16(h[10:])
-	run := uint64(ne.Uint32(h[12:])) + 1
+	run = uint64(ne.Uint32(h[12:])) + 1
 	if run > w.hwm-id {
 		return 0, 0, 0, fmt.Errorf("page %d with %d overflow pages passes the high-water mark %d", id, run-1, w.hwm)
 	}
-	if err := w.mark(id, run); err != nil {
-		return 0, 0, 0, err
+	return flags, count, run, nil
+}
+
+// leafElem is where a leaf element's key and value lie, in bytes from the
+// start of its page.
+type leafElem struct {
+	flags                uint32
+	kstart, ksize, vsize uint64
+}
+
+// leafElemAt decodes element i of a leaf page of length bytes whose
+// header and element array are p. An element's position is relative to
+// its own header; key and value must end inside the page.
+func leafElemAt(p []byte, i int, length uint64) (leafElem, error) {
+	off := pageHeaderSize + uint64(i)*pageElementSize
+	if off+pageElementSize > uint64(len(p)) {
+		return leafElem{}, fmt.Errorf("leaf element %d lies past the element array", i)
 	}
-	return flags, count, run * w.ps, nil
+	e := p[off:]
+	el := leafElem{flags: ne.Uint32(e), kstart: off + uint64(ne.Uint32(e[4:])), ksize: uint64(ne.Uint32(e[8:])), vsize: uint64(ne.Uint32(e[12:]))}
+	if el.kstart+el.ksize+el.vsize > length {
+		return leafElem{}, fmt.Errorf("leaf element %d ends past the page", i)
+	}
+	return el, nil
+}
+
+// branchElemAt decodes element i of a branch page (as leafElemAt).
+func branchElemAt(p []byte, i int, length uint64) (kstart, ksize, child uint64, err error) {
+	off := pageHeaderSize + uint64(i)*pageElementSize
+	if off+pageElementSize > uint64(len(p)) {
+		return 0, 0, 0, fmt.Errorf("branch element %d lies past the element array", i)
+	}
+	e := p[off:]
+	kstart, ksize = off+uint64(ne.Uint32(e)), uint64(ne.Uint32(e[4:]))
+	if kstart+ksize > length {
+		return 0, 0, 0, fmt.Errorf("branch key %d ends past the page", i)
+	}
+	return kstart, ksize, ne.Uint64(e[8:]), nil
 }
 
 // checkFreelist checks the freelist page's header and returns where its
@@ -282,24 +330,22 @@ func (w *pageWalker) walkPage(id uint64, depth int) ([]byte, error) {
 	base := id * w.ps
 	var first []byte
 	if flags == branchPageFlag {
-		for i := range uint64(count) {
-			off := pageHeaderSize + i*pageElementSize
-			e := elems[off:]
-			kstart, ksize := off+uint64(ne.Uint32(e)), uint64(ne.Uint32(e[4:]))
-			if kstart+ksize > length {
-				return nil, fmt.Errorf("page %d: branch key %d ends past the page", id, i)
+		for i := range int(count) {
+			kstart, ksize, child, err := branchElemAt(elems, i, length)
+			if err != nil {
+				return nil, fmt.Errorf("page %d: %w", id, err)
 			}
 			k, err := w.read(base+kstart, ksize)
 			if err != nil {
 				return nil, err
 			}
 			k = append([]byte(nil), k...)
-			childFirst, err := w.walkPage(ne.Uint64(e[8:]), depth+1)
+			childFirst, err := w.walkPage(child, depth+1)
 			if err != nil {
 				return nil, err
 			}
 			if !bytes.Equal(k, childFirst) {
-				return nil, fmt.Errorf("page %d: branch key %d is not the first key of its child page %d", id, i, ne.Uint64(e[8:]))
+				return nil, fmt.Errorf("page %d: branch key %d is not the first key of its child page %d", id, i, child)
 			}
 			if i == 0 {
 				first = k
@@ -307,25 +353,22 @@ func (w *pageWalker) walkPage(id uint64, depth int) ([]byte, error) {
 		}
 		return first, nil
 	}
-	for i := range uint64(count) {
-		off := pageHeaderSize + i*pageElementSize
-		e := elems[off:]
-		kstart, ksize := off+uint64(ne.Uint32(e[4:])), uint64(ne.Uint32(e[8:]))
-		vsize := uint64(ne.Uint32(e[12:]))
-		if kstart+ksize+vsize > length {
-			return nil, fmt.Errorf("page %d: leaf element %d ends past the page", id, i)
+	for i := range int(count) {
+		el, err := leafElemAt(elems, i, length)
+		if err != nil {
+			return nil, fmt.Errorf("page %d: %w", id, err)
 		}
 		if i == 0 {
-			k, err := w.read(base+kstart, ksize)
+			k, err := w.read(base+el.kstart, el.ksize)
 			if err != nil {
 				return nil, err
 			}
 			first = append([]byte(nil), k...)
 		}
-		if ne.Uint32(e)&bucketLeafFlag == 0 {
+		if el.flags&bucketLeafFlag == 0 {
 			continue
 		}
-		v, err := w.read(base+kstart+ksize, vsize)
+		v, err := w.read(base+el.kstart+el.ksize, el.vsize)
 		if err != nil {
 			return nil, err
 		}
@@ -353,20 +396,18 @@ func (w *pageWalker) walkBucket(v []byte, depth int) error {
 	if len(p) < pageHeaderSize || ne.Uint16(p[8:]) != leafPageFlag {
 		return fmt.Errorf("inline bucket page is not a leaf")
 	}
-	count := uint64(ne.Uint16(p[10:]))
-	if pageHeaderSize+count*pageElementSize > uint64(len(p)) {
+	count := int(ne.Uint16(p[10:]))
+	if pageHeaderSize+count*pageElementSize > len(p) {
 		return fmt.Errorf("inline bucket: %d elements do not fit in %d bytes", count, len(p))
 	}
 	for i := range count {
-		off := pageHeaderSize + i*pageElementSize
-		e := p[off:]
-		vstart := off + uint64(ne.Uint32(e[4:])) + uint64(ne.Uint32(e[8:]))
-		vend := vstart + uint64(ne.Uint32(e[12:]))
-		if vend > uint64(len(p)) {
-			return fmt.Errorf("inline bucket: element %d ends past the page", i)
+		el, err := leafElemAt(p, i, uint64(len(p)))
+		if err != nil {
+			return fmt.Errorf("inline bucket: %w", err)
 		}
-		if ne.Uint32(e)&bucketLeafFlag != 0 {
-			if err := w.walkBucket(p[vstart:vend], depth+1); err != nil {
+		if el.flags&bucketLeafFlag != 0 {
+			vstart := el.kstart + el.ksize
+			if err := w.walkBucket(p[vstart:vstart+el.vsize], depth+1); err != nil {
 				return err
 			}
 		}
