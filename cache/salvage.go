@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"os"
 	"slices"
@@ -461,28 +462,123 @@ func (s *salvager) spoolElems(p []byte, count int, length uint64) {
 			known = false
 		}
 	}
+	// Records are counted by the keys found: elements whose headers
+	// were damaged may point at another's bytes.
+	found := map[string]bool{}
+	var sound, lost []span // where the records kept lie in p
+	clean := true
 	for i, el := range elems {
 		if bad[i] {
-			s.result.Unreadable++
+			clean = false
 			continue
 		}
 		vstart := el.kstart + el.ksize
-		s.treeRecord(p[el.kstart:vstart], p[vstart:vstart+el.vsize], inPlace[i], oldOK)
+		k := p[el.kstart:vstart]
+		sp := span{el.kstart, vstart + el.vsize, string(k)}
+		switch s.treeRecord(k, p[vstart:sp.end], inPlace[i], oldOK) {
+		case keptSound:
+			found[sp.key], sound = true, append(sound, sp)
+		case keptLost:
+			found[sp.key], lost = true, append(lost, sp)
+		default:
+			clean = false
+		}
+		clean = clean && inPlace[i]
 	}
+	if !clean {
+		sound = append(sound, s.frameRecords(p, pageHeaderSize+uint64(count)*pageElementSize, found)...)
+		// A lost record framed by a damaged header over the bytes of a
+		// sound one is those bytes, not a record of its own.
+		for _, l := range lost {
+			if slices.ContainsFunc(sound, func(o span) bool { return l.start < o.end && o.start < l.end }) {
+				if f := s.recs[l.key]; f.isLost {
+					delete(s.recs, l.key)
+				}
+				delete(found, l.key)
+			}
+		}
+	}
+	s.result.Unreadable += max(0, count-len(found))
 }
+
+// span is where a record lies in its page.
+type span struct {
+	start, end uint64
+	key        string
+}
+
+type kept int
+
+const (
+	keptNone  kept = iota
+	keptSound      // a sound record
+	keptLost       // lost under its key
+)
 
 // treeRecord takes a record of the tree read: inPlace says its element
 // lies where bbolt puts it, oldOK that an older record is believed.
-func (s *salvager) treeRecord(k, v []byte, inPlace, oldOK bool) {
+func (s *salvager) treeRecord(k, v []byte, inPlace, oldOK bool) kept {
 	r, keyOK, err := decodeSpoolRecord(k, v, s.maxPayload)
 	switch {
 	case err == nil && (r.checked || oldOK):
 		s.keep(k, r)
+		return keptSound
 	case err == nil && inPlace, keyOK && (inPlace || len(v) > 0 && v[0] >= 0x80):
 		s.keepLost(k) // its key: by its checksum, or in place
-	default:
-		s.result.Unreadable++
+		return keptLost
 	}
+	return keptNone
+}
+
+// frameRecords finds the records of the current layout in the data of a
+// leaf whose element headers did not all hold, without them: bbolt
+// writes a page's keys and values one after the other from the end of
+// its element array, and the rest of the page is zero, so a key and a
+// value whose checksums both hold, framed anywhere in that area, are one
+// of the page's records. Keys already found are left.
+func (s *salvager) frameRecords(p []byte, from uint64, found map[string]bool) (spans []span) {
+	for q := int(from); q < len(p); {
+		ksize, vsize, ok := frameAt(p[q:])
+		if !ok {
+			q++
+			continue
+		}
+		k, v := p[q:q+ksize], p[q+ksize:q+ksize+vsize]
+		if r, _, err := decodeSpoolRecord(k, v, s.maxPayload); err == nil {
+			if f, seen := s.recs[string(k)]; !found[string(k)] || seen && f.isLost {
+				s.keep(k, r)
+				found[string(k)] = true
+			}
+			spans = append(spans, span{uint64(q), uint64(q + ksize + vsize), string(k)})
+		}
+		q += ksize + vsize
+	}
+	return spans
+}
+
+// frameAt reports whether b begins with a record of the current layout:
+// a key of spool shape followed by spoolValueMark and the key's checksum,
+// then a value whose checksum holds at its shortest length that does.
+func frameAt(b []byte) (ksize, vsize int, ok bool) {
+	for ksize = 9; ksize <= 8+maxSpoolID && ksize+spoolValueHeader <= len(b); ksize++ {
+		v := b[ksize:]
+		if v[0] != spoolValueMark || !spoolKeyShape(b[:ksize]) ||
+			binary.BigEndian.Uint32(v[1:]) != crc32.Checksum(b[:ksize], castagnoli) {
+			continue
+		}
+		want := binary.BigEndian.Uint32(v[5:])
+		sum := crc32.Checksum(v[9:spoolValueHeader], castagnoli)
+		for vsize = spoolValueHeader; ; vsize++ {
+			if sum == want {
+				return ksize, vsize, true
+			}
+			if vsize == len(v) {
+				break
+			}
+			sum = crc32.Update(sum, castagnoli, v[vsize:vsize+1])
+		}
+	}
+	return 0, 0, false
 }
 
 // keep records a sound record unless a version of its key as new is

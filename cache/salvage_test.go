@@ -125,9 +125,11 @@ func spoolValueAt(data []byte, off, i int) int {
 // TestSpoolSalvageTable damages a spool file of 7 requests as issue 22
 // did and checks, record by record, what Open carries over, reports
 // lost under its id and counts unreadable. Before the salvage read pages
-// itself: both metas lost all 7 unreported; the newest meta lost the last
-// request silently (bbolt fell back to the older tree, which passed every
-// check); the leaf headers lost all 7; the changed bytes were spoken.
+// itself (measured on the code before it, same file and damage): both
+// metas, their root ids, the newest root page and the leaf headers lost
+// all 7 ("could not be read", none reported); the newest meta page and
+// its root id lost the last request silently (bbolt fell back to the
+// older tree, which passed every check); the changed bytes were spoken.
 func TestSpoolSalvageTable(t *testing.T) {
 	base, ids := spoolFixture(t, 7)
 	ps := testPageSize(t, base)
@@ -181,10 +183,21 @@ func TestSpoolSalvageTable(t *testing.T) {
 			},
 		},
 		{
-			name: "leaf element headers", carried: []int{4, 5, 6}, unreadable: 4,
+			// The records of the damaged headers are framed by their
+			// checksums in the page's data.
+			name: "leaf element headers", carried: []int{0, 1, 2, 3, 4, 5, 6},
 			damage: func(d []byte) {
 				off, _ := spoolLeaf(t, d)
 				copy(d[off+pageHeaderSize:], bytes.Repeat([]byte{0xff}, 4*pageElementSize))
+			},
+		},
+		{
+			name: "leaf element headers and a key byte", carried: []int{0, 2, 3, 4, 5, 6}, unreadable: 1,
+			damage: func(d []byte) {
+				off, _ := spoolLeaf(t, d)
+				k1 := spoolValueAt(d, off, 1) - 1 // the last byte of k1's key
+				copy(d[off+pageHeaderSize:], bytes.Repeat([]byte{0xff}, 4*pageElementSize))
+				d[k1] ^= 0x20
 			},
 		},
 		{
