@@ -56,9 +56,12 @@ type Daemon struct {
 	reloading, reloadAgain, reloadAsked bool
 
 	// spoolMu guards spoolErr: why the spool cannot be written now
-	// (Options.SpoolError, or the last failed write until one succeeds).
-	spoolMu  sync.Mutex
-	spoolErr error
+	// (Options.SpoolError, or the last failed write until one succeeds or,
+	// for ErrSpoolFull, the queue drains), and spoolFailing: the last
+	// write failed (its outage was warned of).
+	spoolMu      sync.Mutex
+	spoolErr     error
+	spoolFailing bool
 	// deletes counts the publisher's spool deletes of delivered events.
 	deletes sync.WaitGroup
 

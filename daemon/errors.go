@@ -34,6 +34,11 @@ var (
 	// ErrInvalidScope is what PhraseCache.Purge wraps for a scope it does
 	// not understand.
 	ErrInvalidScope = reasoned("invalid purge scope", ReasonBadScope)
+	// ErrSpoolFull is what a Spool's Put wraps when the spool holds all
+	// the records it may. Unlike a failing disk it ends by itself: the
+	// state reports the spool available again once the queue has drained
+	// (spool.go).
+	ErrSpoolFull = errors.New("spool is full")
 )
 
 // A Reasoner is an error that knows the event reason it is reported with

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -70,6 +71,17 @@ func newSpoolState(r *Request) *spoolState {
 // time: a publisher may reuse it once the duplicate window has passed.
 func spoolKey(r *Request) string {
 	return strconv.FormatInt(r.Received.UnixNano(), 36) + "-" + r.ID
+}
+
+// spooledID is the request id in a record's key, for reporting a record
+// that cannot be read: the key without spoolKey's receive time. A key of
+// another form (an older daemon's, or one the prefix does not match) is
+// reported as it is.
+func spooledID(key string, received time.Time) string {
+	if at, id, ok := strings.Cut(key, "-"); ok && id != "" && at == strconv.FormatInt(received.UnixNano(), 36) {
+		return id
+	}
+	return key
 }
 
 // encodeSpoolRecord stores what replay needs beyond the payload: the id
@@ -188,6 +200,7 @@ func (d *Daemon) settle(st *spoolState, p *pending) {
 	go func() {
 		defer d.background.Done()
 		defer close(p.settled)
+		defer d.spoolDrained()
 		<-st.done
 		if !st.ok {
 			return
@@ -323,7 +336,7 @@ func decodeEventRecord(b []byte) (Event, error) {
 func (d *Daemon) decodeSpooled(rec SpoolRecord) (Request, error) {
 	s, err := decodeSpoolRecord(rec.Record)
 	if err != nil {
-		return Request{ID: rec.Key, Received: rec.Received}, err
+		return Request{ID: spooledID(rec.Key, rec.Received), Received: rec.Received}, err
 	}
 	r, err := DecodeSay(s.payload, rec.Received, &d.decode)
 	r.ID, r.idGenerated, r.Owner = s.id, s.idGenerated, s.owner
@@ -348,18 +361,45 @@ func (d *Daemon) decodeSpooled(rec SpoolRecord) (Request, error) {
 // It reports whether err begins an outage.
 func (d *Daemon) spoolWritten(err error) (first bool) {
 	d.spoolMu.Lock()
-	was := d.spoolErr
-	d.spoolErr = err
+	was := d.spoolFailing
+	d.spoolErr, d.spoolFailing = err, err != nil
 	d.spoolMu.Unlock()
 	switch {
-	case err != nil && was == nil:
+	case err != nil && !was:
 		d.Warn(ReasonSpoolUnavailable, fmt.Errorf("spool write failed: commands are spoken, but a crash loses those waiting: %w", err))
 		return true
-	case err == nil && was != nil:
+	case err == nil && was:
 		d.log.Info("spool writable again")
 		d.markState()
 	}
 	return false
+}
+
+// spoolDrained clears a spool-full error from the state once the queue
+// has drained: the flood that filled the spool is over, and the records
+// left are answers waiting for the broker, deleted as it acknowledges
+// them. Should it still be full (the broker is away), the next write
+// shows the error again; the outage's one warning is not repeated, as
+// only a write that succeeds ends it. Other write errors (a disk gone
+// read-only) stay in the state until then too. settle calls it as each
+// request ends.
+func (d *Daemon) spoolDrained() {
+	d.mu.Lock()
+	drained := d.queue.len() == 0 && d.current == nil
+	d.mu.Unlock()
+	if !drained {
+		return
+	}
+	d.spoolMu.Lock()
+	full := errors.Is(d.spoolErr, ErrSpoolFull)
+	if full {
+		d.spoolErr = nil
+	}
+	d.spoolMu.Unlock()
+	if full {
+		d.log.Info("spool has room again: the queue drained")
+		d.markState()
+	}
 }
 
 // spoolStatus is the state's spool object; nil without a spool.
@@ -375,26 +415,16 @@ func (d *Daemon) spoolStatus() *SpoolStatus {
 	return &SpoolStatus{Available: true}
 }
 
-// SpoolLost reports spooled requests that could not be recovered from a
-// damaged spool (cause says why): a failed event with reason spool for
-// each id, and one warning event. ids may contain "" for records whose
-// id was unreadable too; unknown says how many were lost is not known.
-// mynahd calls it after New, before Run.
-func (d *Daemon) SpoolLost(ids []string, unknown bool, cause error) {
-	n := 0
-	for _, id := range ids {
-		if id == "" {
-			continue
-		}
-		n++
-		d.emit(d.failedEvent(id, "", "", ReasonSpool, fmt.Errorf("spooled request lost with the damaged spool file: %w", cause)))
+// SpoolLost reports what the recovery of a damaged spool file could not
+// carry over: a failed event with reason spool for each record lost
+// (Key and Received as Spool.List gives them: the request's id is read
+// from the key), and one warning event, cause, which says what was
+// carried, lost and unreadable, as whoever counted it measured. mynahd
+// calls it after New, before Run.
+func (d *Daemon) SpoolLost(lost []SpoolRecord, cause error) {
+	for _, rec := range lost {
+		d.emit(d.failedEvent(spooledID(rec.Key, rec.Received), "", "", ReasonSpool,
+			fmt.Errorf("spooled request lost with the damaged spool file: %w", cause)))
 	}
-	switch {
-	case unknown:
-		d.Warn(ReasonSpoolCorrupt, fmt.Errorf("spooled requests could not be read back; any waiting are lost: %w", cause))
-	case len(ids) > 0:
-		d.Warn(ReasonSpoolCorrupt, fmt.Errorf("%d spooled requests could not be read back (%d without a readable id): %w", len(ids), len(ids)-n, cause))
-	default:
-		d.Warn(ReasonSpoolCorrupt, fmt.Errorf("every spooled request was carried over: %w", cause))
-	}
+	d.Warn(ReasonSpoolCorrupt, cause)
 }

@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -360,15 +362,91 @@ func TestSpoolWriteFailuresWarnOncePerOutage(t *testing.T) {
 	}
 }
 
+// The records a damaged spool file lost are reported under the ids of
+// their requests (the key without its receive time), and the warning is
+// the cause as measured. Before, the failed event carried the spool key
+// ("m3x8…-kitchen-1"), which no client knows.
 func TestSpoolLostIsReported(t *testing.T) {
 	h := newHarness(t, nil)
-	h.d.SpoolLost([]string{"kitchen-1", ""}, false, errors.New("spool file damaged"))
+	at := time.Unix(1750000000, 123)
+	h.d.SpoolLost([]SpoolRecord{
+		{Key: spoolKey(&Request{ID: "kitchen-1", Received: at}), Received: at},
+		{Key: "broken-1", Received: at}, // not a key of spoolKey's form: as it is
+	}, errors.New("spool file damaged: 5 carried over, 2 lost (ids reported failed), 1 unreadable"))
 	h.start()
-	if e := h.waitEvent("kitchen-1", EventFailed); e.Reason != ReasonSpool {
-		t.Errorf("lost request: %+v", e)
+	for _, id := range []string{"kitchen-1", "broken-1"} {
+		if e := h.waitEvent(id, EventFailed); e.Reason != ReasonSpool {
+			t.Errorf("lost request: %+v", e)
+		}
 	}
 	waitFor(t, "the warning", func() bool { return len(h.warnings(ReasonSpoolCorrupt)) == 1 })
-	if e := h.warnings(ReasonSpoolCorrupt)[0]; !strings.Contains(e.Error, "2 spooled requests") {
+	if e := h.warnings(ReasonSpoolCorrupt)[0]; !strings.Contains(e.Error, "5 carried over, 2 lost (ids reported failed), 1 unreadable") {
 		t.Errorf("warning %q", e.Error)
+	}
+}
+
+func TestSpooledID(t *testing.T) {
+	at := time.Unix(1750000000, 5)
+	for _, c := range []struct{ key, want string }{
+		{spoolKey(&Request{ID: "a-b", Received: at}), "a-b"},
+		{spoolKey(&Request{ID: "x", Received: at.Add(1)}), spoolKey(&Request{ID: "x", Received: at.Add(1)})}, // another time
+		{"broken-1", "broken-1"},
+		{"nodash", "nodash"},
+		{strconv.FormatInt(at.UnixNano(), 36) + "-", strconv.FormatInt(at.UnixNano(), 36) + "-"},
+	} {
+		if got := spooledID(c.key, at); got != c.want {
+			t.Errorf("spooledID(%q) = %q, want %q", c.key, got, c.want)
+		}
+	}
+}
+
+// A flood that fills the spool (ErrSpoolFull) is an outage that ends by
+// itself: once the queue has drained, the state reports the spool
+// available again, without waiting for the next say (issue 22: the
+// retained state kept "spool is full" while idle). A disk error does not
+// end so: it stays until a write succeeds.
+func TestSpoolFullClearsWhenTheQueueDrains(t *testing.T) {
+	sp := newSpoolRec()
+	h := newHarness(t, func(o *Options) { o.Spool = &sp.fake }).start()
+	sp.mu.Lock()
+	sp.putErr = fmt.Errorf("%w: 1024 records", ErrSpoolFull)
+	sp.mu.Unlock()
+	for _, id := range []string{"f1", "f2", "f3"} {
+		h.send("say", `{"id":"`+id+`","text":"x"}`)
+	}
+	waitFor(t, "the warning", func() bool { return len(h.warnings(ReasonSpoolUnavailable)) == 1 })
+	for _, id := range []string{"f1", "f2", "f3"} {
+		h.waitEvent(id, EventFinished)
+	}
+	sp.mu.Lock()
+	puts := sp.puts
+	sp.mu.Unlock()
+	waitFor(t, "the state's spool available after the drain", func() bool {
+		s := h.lastState()
+		return s.Spool != nil && s.Spool.Available && s.Queue == 0
+	})
+	if sp.mu.Lock(); sp.puts != puts {
+		t.Errorf("the spool was written after the drain (%d puts, %d before): the state must clear by itself", sp.puts, puts)
+	}
+	sp.mu.Unlock()
+
+	if n := len(h.warnings(ReasonSpoolUnavailable)); n != 1 {
+		t.Errorf("%d warnings for one flood, want 1", n)
+	}
+
+	sp.mu.Lock()
+	sp.putErr = nil
+	sp.mu.Unlock()
+	h.send("say", `{"id":"ok","text":"x"}`) // the outage ends
+	h.waitEvent("ok", EventFinished)
+	sp.mu.Lock()
+	sp.putErr = errors.New("spool put: write failed: read-only file system")
+	sp.mu.Unlock()
+	h.send("say", `{"id":"d1","text":"x"}`)
+	h.waitEvent("d1", EventFinished)
+	waitFor(t, "the second outage's warning", func() bool { return len(h.warnings(ReasonSpoolUnavailable)) == 2 })
+	h.d.spoolDrained() // as settle does, after the drain
+	if st := h.d.spoolStatus(); st == nil || st.Available || !strings.Contains(st.Error, "read-only") {
+		t.Errorf("spool status %+v after a disk error and a drain, want the error kept", st)
 	}
 }

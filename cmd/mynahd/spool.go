@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,8 +18,14 @@ type storeSpool struct{ s *cache.Store }
 
 var _ daemon.Spool = storeSpool{}
 
+// Put tells a full spool to the daemon (daemon.ErrSpoolFull), which
+// clears it from the state once the queue has drained.
 func (a storeSpool) Put(key string, record []byte, received, expires time.Time) error {
-	return a.s.SpoolPut(key, record, received, expires)
+	err := a.s.SpoolPut(key, record, received, expires)
+	if errors.Is(err, cache.ErrSpoolFull) {
+		return fmt.Errorf("%w: %d records, requests and answers waiting for the broker", daemon.ErrSpoolFull, maxSpoolEntries)
+	}
+	return err
 }
 
 func (a storeSpool) Delete(key string) error { return a.s.SpoolDelete(key) }

@@ -96,30 +96,48 @@ func (st *stores) options(o *daemon.Options) {
 func (st *stores) report(d *daemon.Daemon, cfg config.Config) {
 	if st.cache != nil {
 		if r := st.cache.Recovery(); r != nil {
+			// The cache file holds spooled requests only those an older
+			// mynahd left there: its figures only when there were any.
+			note := ""
+			if s := r.Spool; s.Carried > 0 || len(s.Lost) > 0 || s.Unreadable > 0 || s.DamagedPages > 0 {
+				note = "; " + salvageNote(s)
+			}
 			d.Warn(daemon.ReasonCacheCorrupt, fmt.Errorf("cache file %s was damaged (%s): moved to %s, started empty%s",
-				cfg.Cache.File, r.Reason, r.MovedTo, salvageNote(r.Spool)))
-			if len(r.Spool.Lost) > 0 {
-				d.SpoolLost(r.Spool.Lost, false, errors.New("cache file damaged"))
+				cfg.Cache.File, r.Reason, r.MovedTo, note))
+			if s := r.Spool; len(s.Lost) > 0 || s.Unreadable > 0 || s.DamagedPages > 0 {
+				d.SpoolLost(lostRecords(s.Lost), fmt.Errorf("spooled requests of the damaged cache file %s: %s", cfg.Cache.File, salvageNote(s)))
 			}
 		}
 	}
 	if st.spool != nil {
 		if r := st.spool.Recovery(); r != nil {
-			d.SpoolLost(r.Spool.Lost, r.Spool.Unreadable, fmt.Errorf("spool file %s was damaged (%s): moved to %s%s",
+			d.SpoolLost(lostRecords(r.Spool.Lost), fmt.Errorf("spool file %s was damaged (%s): moved to %s; %s",
 				cfg.SpoolPath(), r.Reason, r.MovedTo, salvageNote(r.Spool)))
 		}
 	}
 }
 
-// salvageNote says, for a warning, what a recovery saved of the spool.
-func salvageNote(s cache.SpoolSalvage) string {
-	switch {
-	case s.Unreadable:
-		return "; its spool could not be read"
-	case s.Carried == 0 && len(s.Lost) == 0:
-		return ""
+// lostRecords are the lost requests as the daemon knows its records: the
+// store's id is the daemon's key.
+func lostRecords(lost []cache.SpoolEntry) []daemon.SpoolRecord {
+	out := make([]daemon.SpoolRecord, len(lost))
+	for i, e := range lost {
+		out[i] = daemon.SpoolRecord{Key: e.ID, Received: e.Received}
 	}
-	return fmt.Sprintf("; %d spooled requests carried over, %d lost", s.Carried, len(s.Lost))
+	return out
+}
+
+// salvageNote says, for a warning, what a recovery counted of the spool:
+// nothing in it is assumed (cache.SpoolSalvage).
+func salvageNote(s cache.SpoolSalvage) string {
+	note := fmt.Sprintf("%d carried over, %d lost (ids reported failed), %d unreadable", s.Carried, len(s.Lost), s.Unreadable)
+	if s.DamagedPages > 0 {
+		note += fmt.Sprintf(", and %d damaged page(s) of the spool holding requests not counted", s.DamagedPages)
+	}
+	if s.Scanned {
+		note += "; no page tree led to the spool, so every page was searched (see the README's spool section for what that cannot tell)"
+	}
+	return note
 }
 
 // Close closes both files and returns the first error.
