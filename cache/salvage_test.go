@@ -12,6 +12,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/mynah-tts/mynah/cache/cachetest"
 )
 
 // spoolPayload is a record as the daemon spools it (daemon/spool.go's
@@ -54,72 +56,23 @@ func spoolFixture(t testing.TB, n int) ([]byte, []string) {
 	return data, ids
 }
 
-// fileMeta is what a test reads of a bbolt meta page, by offsets of
-// bbolt's layout (not through the code under test).
-type fileMeta struct{ off, root, txid int }
-
-func metaAt(data []byte, off int) fileMeta {
-	m := data[off+pageHeaderSize:]
-	return fileMeta{off: off, root: int(ne.Uint64(m[16:])), txid: int(ne.Uint64(m[48:]))}
-}
-
-// newestMeta returns the meta page bbolt would use and the other one.
-func newestMeta(t *testing.T, data []byte) (newest, older fileMeta) {
-	ps := testPageSize(t, data)
-	a, b := metaAt(data, 0), metaAt(data, ps)
-	if b.txid > a.txid {
-		return b, a
-	}
-	return a, b
-}
-
+// testPageSize and newestMeta read the layout as cachetest does.
 func testPageSize(t *testing.T, data []byte) int {
 	t.Helper()
-	ps := int(ne.Uint32(data[pageHeaderSize+8:]))
-	if ps < 512 || ps&(ps-1) != 0 {
-		t.Fatalf("page size %d", ps)
+	ps, err := cachetest.PageSize(data)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ps
 }
 
-// spoolLeaf returns the offset of the page holding the spool records of
-// the newest tree (the inline page in the root page's spool bucket value,
-// or the bucket's own leaf page) and its record count, reading the page
-// layout directly.
-func spoolLeaf(t *testing.T, data []byte) (off, count int) {
+func newestMeta(t *testing.T, data []byte) int {
 	t.Helper()
-	ps := testPageSize(t, data)
-	m, _ := newestMeta(t, data)
-	root := data[m.root*ps:]
-	if ne.Uint16(root[8:]) != leafPageFlag {
-		t.Fatal("the root bucket is not a single leaf: make the fixture smaller")
+	off, err := cachetest.NewestMeta(data)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := range int(ne.Uint16(root[10:])) {
-		e := root[pageHeaderSize+i*pageElementSize:]
-		kstart := pageHeaderSize + i*pageElementSize + int(ne.Uint32(e[4:]))
-		ksize := int(ne.Uint32(e[8:]))
-		if string(root[kstart:kstart+ksize]) != "spool" {
-			continue
-		}
-		v := m.root*ps + kstart + ksize
-		if page := int(ne.Uint64(data[v:])); page != 0 {
-			off = page * ps
-		} else {
-			off = v + bucketHeaderSize
-		}
-		if ne.Uint16(data[off+8:]) != leafPageFlag {
-			t.Fatal("the spool is not a single leaf")
-		}
-		return off, int(ne.Uint16(data[off+10:]))
-	}
-	t.Fatal("no spool bucket in the root page")
-	return 0, 0
-}
-
-// spoolValueAt returns the offset of record i's value in the leaf at off.
-func spoolValueAt(data []byte, off, i int) int {
-	e := data[off+pageHeaderSize+i*pageElementSize:]
-	return off + pageHeaderSize + i*pageElementSize + int(ne.Uint32(e[4:])) + int(ne.Uint32(e[8:]))
+	return off
 }
 
 // TestSpoolSalvageTable damages a spool file of 7 requests as issue 22
@@ -132,95 +85,12 @@ func spoolValueAt(data []byte, off, i int) int {
 // older tree, which passed every check); the changed bytes were spoken.
 func TestSpoolSalvageTable(t *testing.T) {
 	base, ids := spoolFixture(t, 7)
-	ps := testPageSize(t, base)
-	cases := []struct {
-		name   string
-		damage func(d []byte)
-		// carried are the indexes of the ids carried over, lost those
-		// reported lost; unreadable counts the records without an id.
-		carried, lost []int
-		unreadable    int
-		damagedPages  int
-		scanned       bool
-	}{
-		{
-			name: "both meta pages", carried: []int{0, 1, 2, 3, 4, 5, 6},
-			damage: func(d []byte) {
-				copy(d[pageHeaderSize:], []byte{0xde, 0xad, 0xbe, 0xef})
-				copy(d[ps+pageHeaderSize:], []byte{0xde, 0xad, 0xbe, 0xef})
-			},
-		},
-		{
-			name: "both meta pages' root ids", carried: []int{0, 1, 2, 3, 4, 5, 6}, scanned: true,
-			damage: func(d []byte) {
-				for _, off := range []int{pageHeaderSize + 16, ps + pageHeaderSize + 16} {
-					ne.PutUint64(d[off:], 1<<40)
-				}
-			},
-		},
-		{
-			name: "newest meta page", carried: []int{0, 1, 2, 3, 4, 5, 6},
-			damage: func(d []byte) {
-				m, _ := newestMeta(t, d)
-				d[m.off+pageHeaderSize+56] ^= 0x01 // its checksum
-			},
-		},
-		{
-			name: "newest meta page's root id", carried: []int{0, 1, 2, 3, 4, 5, 6},
-			damage: func(d []byte) {
-				m, _ := newestMeta(t, d)
-				d[m.off+pageHeaderSize+16] ^= 0x40
-			},
-		},
-		{
-			// The newest commit's root page holds the spool inline: of
-			// its records only those the older commit had are found,
-			// and the page is counted.
-			name: "newest root page", carried: []int{0, 1, 2, 3, 4, 5}, damagedPages: 1,
-			damage: func(d []byte) {
-				m, _ := newestMeta(t, d)
-				copy(d[m.root*ps:], bytes.Repeat([]byte{0xee}, pageHeaderSize))
-			},
-		},
-		{
-			// The records of the damaged headers are framed by their
-			// checksums in the page's data.
-			name: "leaf element headers", carried: []int{0, 1, 2, 3, 4, 5, 6},
-			damage: func(d []byte) {
-				off, _ := spoolLeaf(t, d)
-				copy(d[off+pageHeaderSize:], bytes.Repeat([]byte{0xff}, 4*pageElementSize))
-			},
-		},
-		{
-			name: "leaf element headers and a key byte", carried: []int{0, 2, 3, 4, 5, 6}, unreadable: 1,
-			damage: func(d []byte) {
-				off, _ := spoolLeaf(t, d)
-				k1 := spoolValueAt(d, off, 1) - 1 // the last byte of k1's key
-				copy(d[off+pageHeaderSize:], bytes.Repeat([]byte{0xff}, 4*pageElementSize))
-				d[k1] ^= 0x20
-			},
-		},
-		{
-			name: "one value byte", carried: []int{0, 1, 2, 4, 5, 6}, lost: []int{3},
-			damage: func(d []byte) {
-				off, _ := spoolLeaf(t, d)
-				d[spoolValueAt(d, off, 3)+20] ^= 0x10 // in the expiry
-			},
-		},
-		{
-			name: "one text byte", carried: []int{0, 1, 2, 3, 4, 6}, lost: []int{5},
-			damage: func(d []byte) {
-				off, _ := spoolLeaf(t, d)
-				v := spoolValueAt(d, off, 5)
-				i := v + bytes.Index(d[v:], []byte("Item number 5")) + 2
-				d[i] = 'x' // "Item" becomes "Itxm"
-			},
-		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range cachetest.SpoolDamages() {
+		t.Run(tc.Name, func(t *testing.T) {
 			d := bytes.Clone(base)
-			tc.damage(d)
+			if err := tc.Damage(d); err != nil {
+				t.Fatal(err)
+			}
 			s, _ := openDamaged(t, d)
 			r := s.Recovery()
 			if r == nil {
@@ -248,16 +118,16 @@ func TestSpoolSalvageTable(t *testing.T) {
 				}
 				return out
 			}
-			if !slices.Equal(carried, want(tc.carried)) || r.Spool.Carried != len(tc.carried) {
-				t.Errorf("carried %v (Carried %d), want %v", carried, r.Spool.Carried, want(tc.carried))
+			if !slices.Equal(carried, want(tc.Carried)) || r.Spool.Carried != len(tc.Carried) {
+				t.Errorf("carried %v (Carried %d), want %v", carried, r.Spool.Carried, want(tc.Carried))
 			}
-			if !slices.Equal(lost, want(tc.lost)) {
-				t.Errorf("lost %v, want %v", lost, want(tc.lost))
+			if !slices.Equal(lost, want(tc.Lost)) {
+				t.Errorf("lost %v, want %v", lost, want(tc.Lost))
 			}
-			if r.Spool.Unreadable != tc.unreadable || r.Spool.Scanned != tc.scanned || r.Spool.DamagedPages != tc.damagedPages {
-				t.Errorf("salvage %+v, want %d unreadable, %d damaged pages, scanned %v", r.Spool, tc.unreadable, tc.damagedPages, tc.scanned)
+			if r.Spool.Unreadable != tc.Unreadable || r.Spool.Scanned != tc.Scanned || r.Spool.DamagedPages != tc.DamagedPages {
+				t.Errorf("salvage %+v, want %d unreadable, %d damaged pages, scanned %v", r.Spool, tc.Unreadable, tc.DamagedPages, tc.Scanned)
 			}
-			t.Logf("%s: carried %d, lost %d, unreadable %d, scanned %v", tc.name, r.Spool.Carried, len(r.Spool.Lost), r.Spool.Unreadable, r.Spool.Scanned)
+			t.Logf("%s: carried %d, lost %d, unreadable %d, damaged pages %d, scanned %v", tc.Name, r.Spool.Carried, len(r.Spool.Lost), r.Spool.Unreadable, r.Spool.DamagedPages, r.Spool.Scanned)
 		})
 	}
 }
@@ -402,16 +272,14 @@ func TestSpoolSalvageKeepsDeletedRecordsDeleted(t *testing.T) {
 			d[ps+pageHeaderSize] ^= 0xff
 		}, "k0 k2 k3 k5 k6"},
 		{"newest meta page", true, func(d []byte) {
-			m, _ := newestMeta(t, d)
-			d[m.off+pageHeaderSize+56] ^= 0x01
+			d[newestMeta(t, d)+pageHeaderSize+56] ^= 0x01
 		}, "k0 k2 k3 k5 k6"},
 		{"both meta pages' root ids (scan)", true, func(d []byte) {
 			ne.PutUint64(d[pageHeaderSize+16:], 1<<40)
 			ne.PutUint64(d[ps+pageHeaderSize+16:], 1<<40)
 		}, "k0 k2 k3 k5 k6"},
 		{"newest meta page's root id (the limit: k4 comes back)", false, func(d []byte) {
-			m, _ := newestMeta(t, d)
-			d[m.off+pageHeaderSize+16] ^= 0x40
+			d[newestMeta(t, d)+pageHeaderSize+16] ^= 0x40
 		}, "k0 k2 k3 k4 k5 k6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
