@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
-	"github.com/mynah-tts/mynah/systemd"
 	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/mynah-tts/mynah/audio/engine"
+	"github.com/mynah-tts/mynah/audio/text"
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/cache"
@@ -16,6 +16,7 @@ import (
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/wyoming"
 	"github.com/mynah-tts/mynah/quant/ort"
+	"github.com/mynah-tts/mynah/systemd"
 )
 
 // openVoices opens the speech engine on voices.dir; with no default voice
@@ -100,7 +101,11 @@ func (w wyomingVoices) Voices() []wyoming.VoiceInfo {
 	for i, v := range list {
 		kind := map[string]string{"piper": "Piper", "style_vector": "style-vector", "pipeline": "voice cloning"}[v.Kind]
 		out[i] = wyoming.VoiceInfo{Name: v.Name, Languages: v.Languages, Speakers: v.Speakers, Version: version.String(),
-			Description: fmt.Sprintf("%s (%s, %d Hz)", v.Name, kind, v.SampleRate)}
+			Description: fmt.Sprintf("%s (%s, %d Hz)", v.Name, kind, v.SampleRate), Default: v.Name == w.Default()}
 	}
 	return out
 }
+
+// CutSentences is the splitter the engine's voices use, for text still
+// arriving.
+func (w wyomingVoices) CutSentences(s string) (done, rest string) { return text.Complete(s, nil) }

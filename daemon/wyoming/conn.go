@@ -2,6 +2,7 @@ package wyoming
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -11,7 +12,9 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -98,12 +101,22 @@ type (
 	}
 )
 
-// conn is one client connection, served on one goroutine.
+// conn is one client connection, served on one goroutine; its events go
+// out through its send queue's writer goroutine.
 type conn struct {
 	s   *Server
 	c   net.Conn
 	r   *bufio.Reader
+	q   *sendQueue
+	ctx context.Context
 	log *slog.Logger
+
+	// served: the connection holds a MaxConnections slot (a request in
+	// progress); slot: its Speak call holds a MaxParallel one.
+	served, slot bool
+	// evicted: closed by the server to make room for a newer idle
+	// connection (MaxIdle).
+	evicted atomic.Bool
 
 	// The stream being received, between synthesize-start and -stop.
 	streaming bool
@@ -121,37 +134,123 @@ type conn struct {
 }
 
 func (s *Server) serveConn(ctx context.Context, c net.Conn) {
-	cn := &conn{s: s, c: c, r: bufio.NewReader(c), log: s.log.With(logKeyRemote, c.RemoteAddr().String())}
+	cn := &conn{s: s, c: c, r: bufio.NewReader(c), ctx: ctx, log: s.log.With(logKeyRemote, c.RemoteAddr().String())}
+	cn.q = newSendQueue(c, s.o.SendBuffer, s.o.WriteTimeout, func(n int64) { s.st.bytesOut.Add(uint64(n)) })
+	defer func() {
+		cn.release()
+		// What is queued is written before the connection closes: a
+		// client may half-close once it has sent its request. The
+		// writer's deadline bounds the wait, and Serve closes the
+		// connection under it when ctx ends.
+		cn.q.close()
+		<-cn.q.done
+	}()
 	cn.log.Debug("connected")
 	for {
-		c.SetReadDeadline(time.Now().Add(s.o.ReadTimeout))
+		// Between requests a connection holds no slot: it is idle, one of
+		// at most MaxIdle, and must send its next request within
+		// IdleTimeout. Inside a stream, its text may take ReadTimeout.
+		idle := !cn.streaming
+		timeout := s.o.ReadTimeout
+		if idle {
+			s.enterIdle(cn)
+			timeout = s.o.IdleTimeout
+		}
+		c.SetReadDeadline(time.Now().Add(timeout))
 		ev, err := ReadEvent(cn.r, s.o.Limits)
+		if idle {
+			s.leaveIdle(cn)
+		}
+		arrived := time.Now()
 		if err != nil {
-			switch {
-			case ctx.Err() != nil, errors.Is(err, io.EOF):
-				cn.log.Debug("disconnected")
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				cn.fail(refuse(CodeTimeout, "no complete event within %v", s.o.ReadTimeout))
-			case errors.Is(err, net.ErrClosed), errors.Is(err, ErrTruncated):
-				s.st.errors.Add(1)
-				cn.log.Debug("connection lost", logKeyErr, err)
-			default:
-				var ne net.Error
-				if errors.As(err, &ne) || !isFrameError(err) {
-					s.st.errors.Add(1)
-					cn.log.Debug("read failed", logKeyErr, err)
-					return
-				}
-				cn.fail(&requestError{code: CodeBadEvent, err: err})
-			}
+			cn.readFailed(ctx, err, idle)
 			return
 		}
-		if err := cn.handle(ctx, ev); err != nil {
+		if err := cn.admit(ev); err != nil {
+			cn.fail(err)
+			return
+		}
+		err = cn.handle(ctx, ev, arrived)
+		if err != nil || !cn.streaming {
+			cn.release()
+		}
+		if err != nil {
 			if ctx.Err() == nil {
 				cn.fail(err)
 			}
 			return
 		}
+	}
+}
+
+// readFailed ends a connection whose next event did not come.
+func (cn *conn) readFailed(ctx context.Context, err error, idle bool) {
+	s := cn.s
+	switch {
+	case ctx.Err() != nil, errors.Is(err, io.EOF):
+		cn.log.Debug("disconnected")
+	case cn.evicted.Load():
+		cn.log.Debug("idle connection closed for a newer one", "max_idle", s.o.MaxIdle)
+	case errors.Is(err, os.ErrDeadlineExceeded) && idle:
+		s.st.idleClosed.Add(1)
+		cn.fail(refuse(CodeTimeout, "no request within %v", s.o.IdleTimeout))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		cn.fail(refuse(CodeTimeout, "no complete event within %v", s.o.ReadTimeout))
+	case errors.Is(err, net.ErrClosed), errors.Is(err, ErrTruncated):
+		s.st.errors.Add(1)
+		cn.log.Debug("connection lost", logKeyErr, err)
+	default:
+		var ne net.Error
+		if errors.As(err, &ne) || !isFrameError(err) {
+			s.st.errors.Add(1)
+			cn.log.Debug("read failed", logKeyErr, err)
+			return
+		}
+		cn.fail(&requestError{code: CodeBadEvent, err: err})
+	}
+}
+
+// admit gives a request its MaxConnections slot: a synthesize, or a
+// stream from its synthesize-start to its synthesize-stop. Other events
+// (describe, ping) need none. Over the limit the request is refused as
+// busy.
+func (cn *conn) admit(ev Event) error {
+	if cn.served || (ev.Type != typeSynthesize && ev.Type != typeSynthesizeStart) {
+		return nil
+	}
+	select {
+	case cn.s.conns <- struct{}{}:
+		cn.served = true
+		return nil
+	default:
+		cn.s.st.rejected.Add(1)
+		return refuse(CodeBusy, "busy: %d requests in progress already, try again", cn.s.o.MaxConnections)
+	}
+}
+
+// release gives back the connection's MaxConnections slot, if it holds it.
+func (cn *conn) release() {
+	if cn.served {
+		<-cn.s.conns
+		cn.served = false
+	}
+}
+
+// takeSlot waits for a MaxParallel slot; giveSlot gives it back.
+func (cn *conn) takeSlot(ctx context.Context) error {
+	select {
+	case cn.s.speak <- struct{}{}:
+		cn.slot = true
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (cn *conn) giveSlot() {
+	if cn.slot {
+		<-cn.s.speak
+		cn.slot = false
 	}
 }
 
@@ -171,7 +270,7 @@ func (cn *conn) fail(err error) {
 	}
 	cn.log.Warn("request failed", "code", re.code, logKeyErr, re.err)
 	ev, mErr := errorEvent(re.code, re.err.Error())
-	if mErr == nil && cn.write(ev) == nil {
+	if mErr == nil && cn.write(ev) == nil && cn.q.flush(cn.ctx) == nil {
 		cn.linger()
 	}
 }
@@ -183,16 +282,22 @@ const lingerTimeout = time.Second
 // until it closes too (or lingerTimeout, or 256 KiB). Closing a socket
 // with unread input makes the kernel send a reset, which can destroy the
 // error event before the client has read it.
+//
+// A lingering connection counts as idle (MaxIdle), so that a flood of
+// refused clients cannot pile up.
 func (cn *conn) linger() {
 	hc, ok := cn.c.(interface{ CloseWrite() error })
 	if !ok || hc.CloseWrite() != nil {
 		return
 	}
+	cn.s.enterIdle(cn)
+	defer cn.s.leaveIdle(cn)
 	cn.c.SetReadDeadline(time.Now().Add(lingerTimeout))
 	io.Copy(io.Discard, io.LimitReader(cn.r, 256<<10))
 }
 
-func (cn *conn) handle(ctx context.Context, ev Event) error {
+// handle answers one event; arrived is when it was read.
+func (cn *conn) handle(ctx context.Context, ev Event, arrived time.Time) error {
 	switch ev.Type {
 	case typeDescribe:
 		cn.s.st.describes.Add(1)
@@ -235,7 +340,7 @@ func (cn *conn) handle(ctx context.Context, ev Event) error {
 		cn.s.st.requests.Add(1)
 		cn.resetAudio()
 		req.Text = d.Text
-		audioSent, err := cn.speak(ctx, req)
+		audioSent, err := cn.speak(ctx, req, arrived)
 		if err != nil {
 			return err
 		}
@@ -281,9 +386,9 @@ func (cn *conn) handle(ctx context.Context, ev Event) error {
 		if cn.runes > cn.s.o.MaxTextRunes {
 			return refuse(CodeTextTooLong, "streamed text is over the limit of %d characters", cn.s.o.MaxTextRunes)
 		}
-		done, rest := cutSentences(cn.pending + d.Text)
+		done, rest := cn.s.o.Engine.CutSentences(cn.pending + d.Text)
 		cn.pending = rest
-		return cn.speakStreamed(ctx, done)
+		return cn.speakStreamed(ctx, done, arrived, true)
 
 	case typeSynthesizeStop:
 		if !cn.streaming {
@@ -291,7 +396,7 @@ func (cn *conn) handle(ctx context.Context, ev Event) error {
 		}
 		rest := cn.pending
 		cn.streaming, cn.pending = false, ""
-		if err := cn.speakStreamed(ctx, rest); err != nil {
+		if err := cn.speakStreamed(ctx, rest, arrived, false); err != nil {
 			return err
 		}
 		return cn.write(Event{Type: typeSynthesizeStopped})
@@ -314,9 +419,10 @@ func decode(ev Event, v any) error {
 	return nil
 }
 
-// voice resolves a request's voice: a name from info, or failing that
-// the first voice for a language (en_US and en-US match, en matches
-// either); none is the engine's default voice.
+// voice resolves a request's voice: a name from info, or failing that a
+// voice for a language (en_US and en-US match, en matches either): the
+// default voice when it speaks that language, else the first that does.
+// None is the engine's default voice.
 func (cn *conn) voice(v *voiceData) (speech.Request, error) {
 	if v == nil || (v.Name == "" && v.Language == "") {
 		return speech.Request{}, nil
@@ -330,12 +436,19 @@ func (cn *conn) voice(v *voiceData) (speech.Request, error) {
 		}
 		return speech.Request{}, refuse(CodeUnknownVoice, "no voice %q (describe lists the voices)", v.Name)
 	}
+	match := ""
 	for _, vi := range voices {
-		for _, l := range vi.Languages {
-			if sameLanguage(l, v.Language) {
+		if slices.ContainsFunc(vi.Languages, func(l string) bool { return sameLanguage(l, v.Language) }) {
+			if vi.Default {
 				return speech.Request{Voice: vi.Name, Speaker: v.Speaker}, nil
 			}
+			if match == "" {
+				match = vi.Name
+			}
 		}
+	}
+	if match != "" {
+		return speech.Request{Voice: match, Speaker: v.Speaker}, nil
 	}
 	return speech.Request{}, refuse(CodeUnknownVoice, "no voice for language %q", v.Language)
 }
@@ -346,35 +459,38 @@ func sameLanguage(have, want string) bool {
 	return have == want || (!strings.Contains(want, "_") && strings.HasPrefix(have, want+"_"))
 }
 
-// speakStreamed speaks text of the stream, if it holds anything to say.
-// Each call is answered as wyoming-piper does: audio-start, audio-chunks,
-// audio-stop, all in the stream's one format.
-func (cn *conn) speakStreamed(ctx context.Context, text string) error {
-	text = strings.TrimSpace(text)
-	if text == "" {
+// speakStreamed speaks text of the stream, if it holds anything to say;
+// more is what synthesize-stop has not ended yet, and gives the last
+// sentence its pause. Each call is answered as wyoming-piper does:
+// audio-start, audio-chunks, audio-stop, all in the stream's one format.
+func (cn *conn) speakStreamed(ctx context.Context, say string, arrived time.Time, more bool) error {
+	say = strings.TrimSpace(say)
+	if say == "" {
 		return nil
 	}
 	req := cn.req
-	req.Text = text
-	_, err := cn.speak(ctx, req)
+	req.Text, req.Continued = say, more
+	_, err := cn.speak(ctx, req, arrived)
 	return err
 }
 
 func (cn *conn) resetAudio() { cn.rate, cn.channels, cn.frames, cn.silence = 0, 0, 0, 0 }
 
-// speak runs one Speak call, holding a MaxParallel slot, and sends its
-// audio framed by audio-start and audio-stop (none if it had no audio).
-func (cn *conn) speak(ctx context.Context, req speech.Request) (audioSent bool, err error) {
-	select {
-	case cn.s.speak <- struct{}{}:
-	case <-ctx.Done():
-		return false, ctx.Err()
+// speak runs one Speak call, holding a MaxParallel slot while it
+// synthesizes, and sends its audio framed by audio-start and audio-stop
+// (none if it had no audio). The slot is given back while the client is
+// slow to read what was synthesized (conn.write), and taken again before
+// the next sentence. arrived is when the request was read: its
+// first_audio_ms counts the wait for a slot.
+func (cn *conn) speak(ctx context.Context, req speech.Request, arrived time.Time) (audioSent bool, err error) {
+	if err := cn.takeSlot(ctx); err != nil {
+		return false, err
 	}
-	defer func() { <-cn.s.speak }()
+	defer cn.giveSlot()
 
 	start := time.Now()
 	var (
-		first           time.Duration // request (its turn included) → first audio written
+		first           time.Duration // request arrived → first audio queued for the client
 		sentences, hits int
 	)
 	var emitErr error // a client that went away is not a synthesis failure
@@ -394,9 +510,15 @@ func (cn *conn) speak(ctx context.Context, req speech.Request) (audioSent bool, 
 			return err
 		}
 		if first == 0 {
-			first = time.Since(start)
+			first = time.Since(arrived)
 		}
 		cn.silence = ch.Silence
+		if !cn.slot {
+			if err := cn.takeSlot(ctx); err != nil {
+				emitErr = err
+				return err
+			}
+		}
 		return nil
 	})
 	if err == nil && emitErr == nil {
@@ -408,7 +530,7 @@ func (cn *conn) speak(ctx context.Context, req speech.Request) (audioSent bool, 
 			cache = "partial"
 		}
 		cn.log.Info("spoken", "voice", req.Voice, "speaker", req.Speaker, "sentences", sentences, "cache", cache,
-			"first_audio_ms", float64(first.Microseconds())/1000, "ms", float64(time.Since(start).Microseconds())/1000)
+			"first_audio_ms", ms(first), "wait_ms", ms(start.Sub(arrived)), "ms", ms(time.Since(arrived)))
 	}
 	if emitErr != nil {
 		return audioSent, emitErr
@@ -421,6 +543,8 @@ func (cn *conn) speak(ctx context.Context, req speech.Request) (audioSent bool, 
 	}
 	return false, nil
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // sentence sends one sentence's audio, converted to the request's format,
 // preceded by audio-start if it is the call's first and by the pause the
@@ -499,9 +623,27 @@ func (cn *conn) writeAudio(p audio.PCM) error {
 	return nil
 }
 
+// write queues ev for the client. While the queue is full the client is
+// reading slowly: the request gives back its synthesis slot, so that
+// other clients' requests go on, and waits for room. A client that reads
+// nothing for WriteTimeout is dropped (sendQueue).
 func (cn *conn) write(ev Event) error {
-	cn.c.SetWriteDeadline(time.Now().Add(cn.s.o.WriteTimeout))
-	n, err := writeEvent(cn.c, ev)
-	cn.s.st.bytesOut.Add(uint64(n))
-	return err
+	var buf bytes.Buffer
+	if _, err := writeEvent(&buf, ev); err != nil {
+		return err
+	}
+	frame := buf.Bytes()
+	for {
+		ok, err := cn.q.put(frame)
+		if err != nil || ok {
+			return err
+		}
+		if cn.slot {
+			cn.giveSlot()
+			cn.log.Debug("client reads slowly: synthesis slot given back until it catches up")
+		}
+		if err := cn.q.waitRoom(cn.ctx); err != nil {
+			return err
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,10 +18,14 @@ import (
 // Engine is the speech engine as this server needs it (audio/engine's
 // Engine, through a small adapter in mynahd). Speak calls emit once per
 // sentence, in order, and must return soon after ctx ends; Voices is
-// called on every describe, so it should be cheap.
+// called on every describe, so it should be cheap. CutSentences splits
+// text that is still arriving into the complete sentences at its front
+// and the rest, with the splitter Speak uses (audio/text.Complete), so
+// that a stream is spoken in the sentences the whole text would be.
 type Engine interface {
 	Voices() []VoiceInfo
 	Speak(ctx context.Context, r speech.Request, emit func(speech.Chunk) error) error
+	CutSentences(text string) (done, rest string)
 }
 
 // VoiceInfo is one voice as info lists it. Home Assistant shows a voice
@@ -33,16 +38,22 @@ type VoiceInfo struct {
 	Languages   []string
 	Speakers    []string
 	Version     string // "" is sent as null
+	// Default marks the engine's default voice: a request that names only
+	// a language gets it when it speaks that language.
+	Default bool
 }
 
 // Defaults for Options' zero values.
 const (
 	DefaultListen          = "127.0.0.1:10200"
-	DefaultMaxConnections  = 8
+	DefaultMaxConnections  = 16
+	DefaultMaxIdle         = 64
+	DefaultIdleTimeout     = 5 * time.Second
 	DefaultReadTimeout     = 60 * time.Second
 	DefaultWriteTimeout    = 30 * time.Second
 	DefaultMaxTextRunes    = 5000
 	DefaultSamplesPerChunk = 1024
+	DefaultSendBuffer      = 256 << 10
 	DefaultVersion         = "dev"
 )
 
@@ -52,21 +63,39 @@ type Options struct {
 	// Listen is the TCP address Run listens on; "" is DefaultListen
 	// (loopback: Wyoming has no authentication, see the package doc).
 	Listen string
-	// MaxConnections bounds the connections served at once (0:
-	// DefaultMaxConnections). One more is answered with an error event
-	// (code busy) and closed.
+	// MaxConnections bounds the requests in progress at once: a
+	// synthesize being answered, or a stream from synthesize-start to its
+	// synthesize-stop (0: DefaultMaxConnections). One more is answered
+	// with an error event (code busy) and its connection closed. A
+	// connection between requests (describe and ping need none) holds no
+	// slot.
 	MaxConnections int
-	// MaxParallel bounds the Speak calls running at once over all
-	// connections (0: runtime.NumCPU()). The others wait their turn.
+	// MaxIdle bounds the connections open without a request in progress:
+	// just accepted, done with one, or being closed after an error (0:
+	// DefaultMaxIdle). One more closes the one idle longest, so that
+	// sockets left open cannot lock clients out.
+	MaxIdle int
+	// IdleTimeout is how long a connection without a request in progress
+	// may take to send its next complete event (0: DefaultIdleTimeout).
+	// Home Assistant sends its request as soon as it has connected, and
+	// closes the connection once answered.
+	IdleTimeout time.Duration
+	// MaxParallel bounds the Speak calls synthesizing at once over all
+	// connections (0: runtime.NumCPU()). The others wait their turn; one
+	// whose client is slow to read gives its turn back meanwhile.
 	MaxParallel int
-	// ReadTimeout is how long a connection may take to send its next
-	// complete event (0: DefaultReadTimeout). It also ends idle
-	// connections and slow senders. Between streamed chunks Home Assistant
-	// waits for its language model, so keep it generous.
+	// ReadTimeout is how long a stream may take to send its next complete
+	// event (0: DefaultReadTimeout): between streamed chunks Home
+	// Assistant waits for its language model, so keep it generous.
 	ReadTimeout time.Duration
-	// WriteTimeout bounds writing one event to a client (0:
-	// DefaultWriteTimeout).
+	// WriteTimeout is how long a client may leave its audio unread (0:
+	// DefaultWriteTimeout): a write to it that makes no progress for
+	// that long drops the connection.
 	WriteTimeout time.Duration
+	// SendBuffer bounds the bytes of events queued for one client beyond
+	// what its socket holds (0: DefaultSendBuffer, about 6 s of 22050 Hz
+	// audio).
+	SendBuffer int
 	// MaxTextRunes bounds the text of one request: a synthesize's text, or
 	// all of a stream's chunks together (0: DefaultMaxTextRunes).
 	MaxTextRunes int
@@ -90,11 +119,14 @@ type Options struct {
 type Server struct {
 	o   Options
 	log *slog.Logger
-	// conns holds a slot per connection being served; speak a slot per
-	// Speak call running.
+	// conns holds a slot per request in progress; speak a slot per
+	// Speak call synthesizing.
 	conns chan struct{}
 	speak chan struct{}
 	st    counters
+
+	idleMu sync.Mutex
+	idle   []*conn // connections without a request in progress, longest idle first
 }
 
 // New checks opts and returns a Server. Errors wrap ErrInvalidOptions and
@@ -112,9 +144,12 @@ func New(opts *Options) (*Server, error) {
 		v    int64
 	}{
 		{"MaxConnections", int64(o.MaxConnections)},
+		{"MaxIdle", int64(o.MaxIdle)},
+		{"IdleTimeout", int64(o.IdleTimeout)},
 		{"MaxParallel", int64(o.MaxParallel)},
 		{"ReadTimeout", int64(o.ReadTimeout)},
 		{"WriteTimeout", int64(o.WriteTimeout)},
+		{"SendBuffer", int64(o.SendBuffer)},
 		{"MaxTextRunes", int64(o.MaxTextRunes)},
 		{"SamplesPerChunk", int64(o.SamplesPerChunk)},
 	} {
@@ -131,8 +166,17 @@ func New(opts *Options) (*Server, error) {
 	if o.MaxConnections == 0 {
 		o.MaxConnections = DefaultMaxConnections
 	}
+	if o.MaxIdle == 0 {
+		o.MaxIdle = DefaultMaxIdle
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
 	if o.MaxParallel == 0 {
 		o.MaxParallel = runtime.NumCPU()
+	}
+	if o.SendBuffer == 0 {
+		o.SendBuffer = DefaultSendBuffer
 	}
 	if o.ReadTimeout == 0 {
 		o.ReadTimeout = DefaultReadTimeout
@@ -233,17 +277,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		backoff = 0
 		s.st.connections.Add(1)
-		select {
-		case s.conns <- struct{}{}:
-		default:
-			s.reject(c)
-			continue
-		}
 		mu.Lock()
 		if ctx.Err() != nil {
 			mu.Unlock()
 			c.Close()
-			<-s.conns
 			return nil
 		}
 		open[c] = struct{}{}
@@ -252,7 +289,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-s.conns }()
 			defer s.st.active.Add(-1)
 			defer func() {
 				mu.Lock()
@@ -265,25 +301,40 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
-// reject answers a connection over MaxConnections with an error event and
-// closes it. The write goes into an empty socket buffer, so it does not
-// hold up the accept loop; the deadline covers a peer that is gone.
-func (s *Server) reject(c net.Conn) {
-	s.st.rejected.Add(1)
-	s.st.errors.Add(1)
-	s.log.Warn("too many connections", logKeyRemote, c.RemoteAddr().String(), "max", s.o.MaxConnections)
-	c.SetWriteDeadline(time.Now().Add(time.Second))
-	ev, _ := errorEvent(CodeBusy, fmt.Sprintf("busy: %d connections already, try again", s.o.MaxConnections))
-	n, _ := writeEvent(c, ev)
-	s.st.bytesOut.Add(uint64(n))
-	c.Close()
+// enterIdle counts cn among the idle connections; when MaxIdle already
+// are, the one idle longest is closed.
+func (s *Server) enterIdle(cn *conn) {
+	s.idleMu.Lock()
+	var oldest *conn
+	if len(s.idle) >= s.o.MaxIdle {
+		oldest = s.idle[0]
+		s.idle = slices.Delete(s.idle, 0, 1)
+	}
+	s.idle = append(s.idle, cn)
+	s.idleMu.Unlock()
+	if oldest != nil {
+		oldest.evicted.Store(true)
+		oldest.c.Close()
+		s.st.idleClosed.Add(1)
+	}
+}
+
+// leaveIdle takes cn out of the idle connections (if it was not closed
+// for a newer one meanwhile).
+func (s *Server) leaveIdle(cn *conn) {
+	s.idleMu.Lock()
+	if i := slices.Index(s.idle, cn); i >= 0 {
+		s.idle = slices.Delete(s.idle, i, i+1)
+	}
+	s.idleMu.Unlock()
 }
 
 // Stats are the server's counters since New.
 type Stats struct {
 	Connections uint64        // accepted, rejected ones included
-	Active      int64         // being served now
-	Rejected    uint64        // closed at once: over MaxConnections
+	Active      int64         // open now, idle ones included
+	Rejected    uint64        // requests refused as busy: over MaxConnections
+	IdleClosed  uint64        // closed without a request: IdleTimeout, or the longest idle of MaxIdle
 	Describes   uint64        // describe events answered
 	Requests    uint64        // synthesize requests and streams begun
 	Errors      uint64        // error events sent, and connections dropped on a bad frame
@@ -294,7 +345,7 @@ type Stats struct {
 
 type counters struct {
 	connections, rejected, describes, requests, errors, bytesOut atomic.Uint64
-	cacheHits                                                    atomic.Uint64
+	cacheHits, idleClosed                                        atomic.Uint64
 	active, audioNanos                                           atomic.Int64
 }
 
@@ -304,6 +355,7 @@ func (s *Server) Stats() Stats {
 		Connections: s.st.connections.Load(),
 		Active:      s.st.active.Load(),
 		Rejected:    s.st.rejected.Load(),
+		IdleClosed:  s.st.idleClosed.Load(),
 		Describes:   s.st.describes.Load(),
 		Requests:    s.st.requests.Load(),
 		Errors:      s.st.errors.Load(),

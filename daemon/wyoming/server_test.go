@@ -477,16 +477,27 @@ func TestConcurrentClients(t *testing.T) {
 func TestTooManyConnections(t *testing.T) {
 	s, addr := newServer(t, Options{Engine: sentenceEngine(new(recorder)), MaxConnections: 1})
 	first := dial(t, addr)
-	first.send(typeDescribe, nil)
-	first.must() // served: it holds the only slot now
+	first.send(typeSynthesizeStart, nil) // a stream in progress holds the only slot
+	first.send(typePing, nil)
+	first.must()
+	// A describe needs no slot; a second request is refused as busy.
+	if info := describe(t, addr); len(info.TTS) != 1 {
+		t.Errorf("describe while busy: %+v", info)
+	}
 	second := dial(t, addr)
+	second.send(typeSynthesize, map[string]any{"text": "Me too."})
 	second.wantError(CodeBusy)
-	if st := s.Stats(); st.Rejected != 1 || st.Active != 1 {
+	if st := s.Stats(); st.Rejected != 1 {
 		t.Errorf("stats %+v", st)
 	}
 	// The first connection is still served.
-	first.send(typeSynthesize, map[string]any{"text": "Still here."})
-	first.audio(typeAudioStop)
+	first.send(typeSynthesizeChunk, map[string]any{"text": "Still here."})
+	first.send(typeSynthesizeStop, nil)
+	first.audio(typeSynthesizeStopped)
+	// Its slot is free again.
+	third := dial(t, addr)
+	third.send(typeSynthesize, map[string]any{"text": "Now me."})
+	third.audio(typeAudioStop)
 }
 
 // After each bad client the server answers a fresh describe.
@@ -527,7 +538,7 @@ func TestMalformedFrames(t *testing.T) {
 }
 
 func TestSlowloris(t *testing.T) {
-	s, addr := newServer(t, Options{Engine: sentenceEngine(new(recorder)), ReadTimeout: 50 * time.Millisecond})
+	s, addr := newServer(t, Options{Engine: sentenceEngine(new(recorder)), IdleTimeout: 50 * time.Millisecond})
 	cl := dial(t, addr)
 	cl.raw(`{"type":"desc`) // and never the rest
 	cl.wantError(CodeTimeout)
