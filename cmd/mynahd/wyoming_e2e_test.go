@@ -208,3 +208,64 @@ func TestWyomingStreamsEveryKind(t *testing.T) {
 		}
 	}
 }
+
+// stream sends text as a Home Assistant stream in the given chunks and
+// returns the samples heard up to synthesize-stopped.
+func (c *wyomingClient) stream(voice map[string]any, chunks ...string) (samples int) {
+	c.t.Helper()
+	c.send("synthesize-start", map[string]any{"voice": voice})
+	for _, ch := range chunks {
+		c.send("synthesize-chunk", map[string]any{"text": ch})
+	}
+	c.send("synthesize-stop", map[string]any{})
+	for {
+		e := c.next()
+		switch e.Type {
+		case "audio-chunk":
+			samples += len(e.Payload) / 2
+		case "synthesize-stopped":
+			return samples
+		case "error":
+			c.t.Fatalf("error event %s", e.Data)
+		}
+	}
+}
+
+// TestWyomingStreamSoundsLikeTheWhole: a text streamed in chunks is spoken
+// as the same text sent whole — the same sentences ("Mr." across a chunk
+// does not end one), so each comes from the phrase cache the one-shot
+// request filled, and the voice's pause between them — and a request
+// naming only a language gets the default voice (the same audio again).
+func TestWyomingStreamSoundsLikeTheWhole(t *testing.T) {
+	cfg := testConfig(t, "", "null")
+	cfg.Wyoming.Listen = freeAddr(t)
+	enginetest.WriteKits(t, cfg.Voices.Dir, true) // other en_US voices beside the default
+	url, _ := startDaemon(t, cfg)
+	waitOnline(t, url, cfg.Node)
+
+	const whole = "I spoke to Mr. Jones today. He is fine. See you soon!"
+	_, oneShot := dialWyoming(t, cfg.Wyoming.Listen).speak(whole)
+	streamed := dialWyoming(t, cfg.Wyoming.Listen).stream(map[string]any{"name": demo.Name},
+		"I spoke to Mr.", " Jones today", ". He is ", "fine. See", " you soon!")
+	if streamed != oneShot {
+		t.Errorf("streamed %d samples, one-shot %d (%.0f ms apart)", streamed, oneShot, float64(oneShot-streamed)*1000/demo.SampleRate)
+	}
+
+	c := dialWyoming(t, cfg.Wyoming.Listen)
+	c.send("synthesize", map[string]any{"text": whole, "voice": map[string]string{"language": "en_US"}})
+	byLanguage := 0
+	for done := false; !done; {
+		e := c.next()
+		switch e.Type {
+		case "audio-chunk":
+			byLanguage += len(e.Payload) / 2
+		case "audio-stop":
+			done = true
+		case "error":
+			t.Fatalf("error event %s", e.Data)
+		}
+	}
+	if byLanguage != oneShot {
+		t.Errorf("language en_US: %d samples, the default voice's %d: another voice spoke", byLanguage, oneShot)
+	}
+}

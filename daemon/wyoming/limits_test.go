@@ -152,17 +152,18 @@ func TestIdleConnectionsLockNobodyOut(t *testing.T) {
 	if n, err := honest(addr, "2 sentences"); err != nil || n != 2*4410 {
 		t.Fatalf("a client after 8 idle sockets: %d frames, %v", n, err)
 	}
-	// The oldest were closed to make room as newer connections came (the
-	// honest one too, and it again once answered): at least two, then
-	// the rest time out.
+	// The longest idle were closed to make room as newer connections came
+	// (the honest one too, and it again once answered): at least two; the
+	// rest time out. (Which of those dialled close together the server
+	// saw first is up to the scheduler.)
 	evicted := 0
 	for i, cl := range idle {
 		ev, err := cl.next()
 		switch {
-		case errors.Is(err, io.EOF) && evicted == i:
+		case errors.Is(err, io.EOF):
 			evicted++
 		case err != nil || ev.Type != typeError || !bytes.Contains(ev.Data, []byte(CodeTimeout)):
-			t.Errorf("idle socket %d: %s %s %v, want closed for a newer one (only the oldest are) or the timeout error", i, ev.Type, ev.Data, err)
+			t.Errorf("idle socket %d: %s %s %v, want closed for a newer one or the timeout error", i, ev.Type, ev.Data, err)
 		}
 	}
 	if evicted < 2 {
@@ -210,13 +211,12 @@ func TestSlowReaderGivesBackItsSlot(t *testing.T) {
 	if n, err := honest(addr, "3 sentences"); err != nil || n != 3*4410 {
 		t.Fatalf("beside a client that does not read: %d frames, %v", n, err)
 	}
-	// The stuck client was not dropped to make way: what it was sent is
-	// still there to read.
-	r := newReader(stuck)
-	stuck.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if ev, err := ReadEvent(r, Limits{MaxPayloadBytes: 1 << 20}); err != nil || ev.Type != typeAudioStart {
-		t.Errorf("the client that did not read: %s %v, want its audio-start", ev.Type, err)
+	// The stuck client was not dropped to make way (a dropped connection
+	// counts as an error): it still holds its request.
+	if st := s.Stats(); st.Errors != 0 || st.Active < 1 {
+		t.Errorf("stats %+v: the client that does not read was dropped before the other was answered", st)
 	}
+	stuck.Close()
 }
 
 // A client that reads nothing for WriteTimeout is dropped, and its Speak
