@@ -15,13 +15,16 @@
 //   - describe with info: one TTS program, "mynah", that supports
 //     streaming, with the engine's voices (name, description, languages,
 //     speakers).
-//   - synthesize {text, voice{name|language, speaker}} with audio-start,
+//   - synthesize {text, voice{name|language, speaker}} (a language alone
+//     picks the default voice when it speaks it) with audio-start,
 //     audio-chunk events (s16le PCM, SamplesPerChunk frames each), and
 //     audio-stop.
 //   - synthesize-start {voice}, synthesize-chunk {text} ...,
 //     synthesize-stop: the streamed text is spoken as soon as it holds a
-//     complete sentence, each part answered with audio-start, audio-chunk
-//     ... audio-stop, and the stream ends with synthesize-stopped. Home
+//     complete sentence (cut by the engine's own splitter, so in the
+//     sentences of the whole text, with the voice's pause between them),
+//     each part answered with audio-start, audio-chunk ... audio-stop,
+//     and the stream ends with synthesize-stopped. Home
 //     Assistant also sends the whole text as a plain synthesize just
 //     before synthesize-stop, for servers that do not stream; inside a
 //     stream that event is ignored. All audio of one request has the
@@ -33,23 +36,42 @@
 // A failed request is answered with an error event {text, code} (the
 // Code constants) and the connection is closed, which is how Home
 // Assistant notices: it does not read error events. A frame that breaks
-// the framing or a limit is answered the same way. Before closing, the server half-closes and
-// drains what the client still sends (at most 1 s, 256 KiB), so that the
-// error event is not lost to a TCP reset. Home Assistant opens a new
-// connection for every request and every describe.
+// the framing or a limit is answered the same way, and so is a request
+// over MaxConnections (code busy), after the server has read it. Before
+// closing, the server half-closes and drains what the client still sends
+// (at most 1 s, 256 KiB), so that the error event is not lost to a TCP
+// reset. Home Assistant opens a new connection for every request and
+// every describe.
 //
 // # Limits
 //
 // Limits bound each inbound event (header line 64 KiB, data 1 MiB, no
-// payload: a TTS client sends none). Options bound the connections served
-// at once (8; one more is told "busy" and closed), the Speak calls running
-// at once (one per CPU), the time a client may take to send one complete
-// event (ReadTimeout, 60 s, which also ends idle and slowloris
-// connections), the time one event may take to write (WriteTimeout, 30
-// s), and the text of one request (MaxTextRunes, 5000 characters, a
-// stream's chunks counted together). describe never waits for synthesis,
-// so Home Assistant's 1 s describe timeout holds while every voice is
-// busy, as long as a connection slot is free.
+// payload: a TTS client sends none). Options bound:
+//
+//   - the requests in progress at once (MaxConnections, 16): a
+//     synthesize being answered, a stream from synthesize-start to
+//     synthesize-stop. One more is told busy. describe and ping take no
+//     slot, so Home Assistant's 1 s describe timeout holds while every
+//     voice is busy.
+//   - the connections without a request in progress (MaxIdle, 64): just
+//     connected, done with a request, or being closed after an error.
+//     They hold no slot, so sockets left open lock nobody out; each must
+//     send its next complete event within IdleTimeout (5 s), and one
+//     more than MaxIdle closes the one idle longest.
+//   - the Speak calls synthesizing at once (MaxParallel, one per CPU).
+//     Events go to a client through a send queue of its own
+//     (SendBuffer, 256 KiB, beyond the socket's buffers) written by a
+//     goroutine of its own; while it is full the request gives its
+//     synthesis slot back, so a client that reads slowly holds up only
+//     itself, and one that reads nothing for WriteTimeout (30 s) is
+//     dropped.
+//   - the time a stream may take to send its next event (ReadTimeout, 60
+//     s: Home Assistant waits for its language model between chunks),
+//     and the text of one request (MaxTextRunes, 5000 characters, a
+//     stream's chunks counted together).
+//
+// A request's logged first_audio_ms counts from its arrival, its wait for
+// a synthesis slot (wait_ms) included.
 //
 // # Security
 //

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mynah-tts/mynah/audio/engine"
 	"github.com/mynah-tts/mynah/cache"
+	"github.com/mynah-tts/mynah/daemon/wyoming"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
@@ -104,8 +105,9 @@ type Wyoming struct {
 	// machine (Wyoming has no authentication: a trusted network only).
 	// "" (default) turns it off.
 	Listen string `yaml:"listen"`
-	// MaxConnections bounds the open connections, 1 to 256 (default 8);
-	// more are refused with an error event.
+	// MaxConnections bounds the requests in progress at once, 1 to 256
+	// (default 16); more are refused with an error event (busy).
+	// Connections between requests do not count (see daemon/wyoming).
 	MaxConnections int `yaml:"max_connections"`
 	// MaxParallel bounds the requests synthesized at once; others wait
 	// their turn. 0 (default) is one per core, at most 64.
@@ -370,7 +372,7 @@ func Default() Config {
 			},
 		},
 		ONNX:     ONNX{Provider: string(ort.ProviderAuto), Arena: true, LiftConv1D: true, OptimizedDir: "/var/cache/mynah/optimized"},
-		Wyoming:  Wyoming{MaxConnections: 8, Zeroconf: true},
+		Wyoming:  Wyoming{MaxConnections: wyoming.DefaultMaxConnections, Zeroconf: true},
 		Announce: Announce{Chimes: map[string]string{}, Priority: map[string]string{"alert": "two_tone"}},
 		Audio: Audio{
 			Volume:          1,
