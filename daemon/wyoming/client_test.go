@@ -6,9 +6,11 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -188,3 +190,34 @@ func mustEvent(typ string, data any) Event {
 }
 
 func runtimeGosched() { runtime.Gosched() }
+
+// atOnce runs fn for clients 0 to n-1, each on a goroutine of its own, and
+// returns what waits for them all and reports each error.
+func atOnce(t *testing.T, n int, fn func(i int) error) (wait func()) {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(i); err != nil {
+				errs <- fmt.Errorf("client %d: %w", i, err)
+			}
+		}()
+	}
+	return func() {
+		t.Helper()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	}
+}
+
+// waitRequests waits until s has begun n requests.
+func waitRequests(s *Server, n uint64) {
+	for s.Stats().Requests < n {
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -98,43 +98,30 @@ func TestBusyReachesTheClient(t *testing.T) {
 	holder.must()
 
 	const clients = 40
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for i := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				errs <- err
-				return
+	atOnce(t, clients, func(i int) error {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Minute))
+		// The request and a second event right after it, as a client that
+		// does not wait for answers sends them.
+		for _, ev := range []Event{mustEvent(typeSynthesize, map[string]any{"text": fmt.Sprint("client ", i)}), {Type: typePing}} {
+			if err := WriteEvent(c, ev); err != nil {
+				return fmt.Errorf("write: %w", err)
 			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(time.Minute))
-			// The request and a second event right after it, as a client
-			// that does not wait for answers sends them.
-			for _, ev := range []Event{mustEvent(typeSynthesize, map[string]any{"text": fmt.Sprint("client ", i)}), {Type: typePing}} {
-				if err := WriteEvent(c, ev); err != nil {
-					errs <- fmt.Errorf("client %d: write: %w", i, err)
-					return
-				}
-			}
-			r := newReader(c)
-			ev, err := ReadEvent(r, Limits{})
-			if err != nil || ev.Type != typeError || !bytes.Contains(ev.Data, []byte(`"code":"busy"`)) {
-				errs <- fmt.Errorf("client %d: got %s %s, %v; want the busy error", i, ev.Type, ev.Data, err)
-				return
-			}
-			if _, err := ReadEvent(r, Limits{}); !errors.Is(err, io.EOF) {
-				errs <- fmt.Errorf("client %d: after busy %v, want a clean close", i, err)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+		}
+		r := newReader(c)
+		ev, err := ReadEvent(r, Limits{})
+		if err != nil || ev.Type != typeError || !bytes.Contains(ev.Data, []byte(`"code":"busy"`)) {
+			return fmt.Errorf("got %s %s, %v; want the busy error", ev.Type, ev.Data, err)
+		}
+		if _, err := ReadEvent(r, Limits{}); !errors.Is(err, io.EOF) {
+			return fmt.Errorf("after busy %v, want a clean close", err)
+		}
+		return nil
+	})()
 	if st := s.Stats(); st.Rejected != clients {
 		t.Errorf("rejected %d, want %d", st.Rejected, clients)
 	}
@@ -205,9 +192,7 @@ func TestStreamReadTimeout(t *testing.T) {
 func TestSlowReaderGivesBackItsSlot(t *testing.T) {
 	s, addr := newServer(t, Options{Engine: talker(), MaxParallel: 1, WriteTimeout: 20 * time.Second, SendBuffer: 64 << 10})
 	stuck := dialNonReader(t, addr)
-	for s.Stats().Requests < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	waitRequests(s, 1)
 	if n, err := honest(addr, "3 sentences"); err != nil || n != 3*4410 {
 		t.Fatalf("beside a client that does not read: %d frames, %v", n, err)
 	}
@@ -264,14 +249,10 @@ func TestFirstAudioCountsTheWait(t *testing.T) {
 	s, addr := newServer(t, Options{Engine: eng, MaxParallel: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	holder := dial(t, addr)
 	holder.send(typeSynthesize, map[string]any{"text": "hold"})
-	for s.Stats().Requests < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	waitRequests(s, 1)
 	done := make(chan error, 1)
 	go func() { _, err := honest(addr, "1 sentences"); done <- err }()
-	for s.Stats().Requests < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	waitRequests(s, 2)
 	const held = 300 * time.Millisecond
 	time.Sleep(held)
 	close(release)
@@ -306,32 +287,25 @@ func TestMisbehavingClientsSoak(t *testing.T) {
 	for range 2 {
 		dialNonReader(t, addr)
 	}
-	for s.Stats().Requests < 2 {
-		time.Sleep(time.Millisecond)
-	}
-	const clients = 10
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for i := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			start := time.Now()
-			n, err := honest(addr, "5 sentences")
-			took := time.Since(start)
-			switch {
-			case err != nil || n != 5*4410:
-				errs <- fmt.Errorf("client %d: %d frames, %v", i, n, err)
-			case took > 2*time.Second:
-				errs <- fmt.Errorf("client %d answered in %v", i, took)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	waitRequests(s, 2)
+	var mu sync.Mutex
+	var slowest time.Duration
+	atOnce(t, 10, func(int) error {
+		start := time.Now()
+		n, err := honest(addr, "5 sentences")
+		took := time.Since(start)
+		mu.Lock()
+		slowest = max(slowest, took)
+		mu.Unlock()
+		switch {
+		case err != nil || n != 5*4410:
+			return fmt.Errorf("%d frames, %v", n, err)
+		case took > 2*time.Second:
+			return fmt.Errorf("answered in %v", took)
+		}
+		return nil
+	})()
+	t.Logf("slowest honest client answered in %v", slowest)
 	if st := s.Stats(); st.Rejected != 0 {
 		t.Errorf("stats %+v, want nobody refused", st)
 	}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -316,56 +315,45 @@ func TestConcurrentClients(t *testing.T) {
 	}
 	const clients = 10
 	s, addr := newServer(t, Options{Engine: eng, MaxConnections: clients, MaxParallel: 2})
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for i := 1; i <= clients; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := net.Dial("tcp", addr)
+	wait := atOnce(t, clients, func(i int) error {
+		i++ // clients 1 to 10: their samples say who they are
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		cl := &client{t: t, c: c, r: newReader(c)}
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		if err := WriteEvent(c, mustEvent(typeSynthesize, map[string]any{"text": fmt.Sprintf("client %d", i)})); err != nil {
+			return err
+		}
+		var got []int16
+		for {
+			ev, err := cl.next()
 			if err != nil {
-				errs <- err
-				return
+				return err
 			}
-			defer c.Close()
-			cl := &client{t: t, c: c, r: newReader(c)}
-			c.SetDeadline(time.Now().Add(30 * time.Second))
-			if err := WriteEvent(c, mustEvent(typeSynthesize, map[string]any{"text": fmt.Sprintf("client %d", i)})); err != nil {
-				errs <- err
-				return
-			}
-			var got []int16
-			for {
-				ev, err := cl.next()
-				if err != nil {
-					errs <- fmt.Errorf("client %d: %w", i, err)
-					return
-				}
-				if ev.Type == typeAudioChunk {
-					for j := 0; j+1 < len(ev.Payload); j += 2 {
-						got = append(got, int16(ev.Payload[j])|int16(ev.Payload[j+1])<<8)
-					}
-				}
-				if ev.Type == typeAudioStop {
-					break
+			if ev.Type == typeAudioChunk {
+				for j := 0; j+1 < len(ev.Payload); j += 2 {
+					got = append(got, int16(ev.Payload[j])|int16(ev.Payload[j+1])<<8)
 				}
 			}
-			if len(got) != 300 || got[0] != int16(i) || got[299] != int16(i) {
-				errs <- fmt.Errorf("client %d got %d samples of %v", i, len(got), got[:min(1, len(got))])
+			if ev.Type == typeAudioStop {
+				break
 			}
-		}()
-	}
+		}
+		if len(got) != 300 || got[0] != int16(i) || got[299] != int16(i) {
+			return fmt.Errorf("got %d samples of %v", len(got), got[:min(1, len(got))])
+		}
+		return nil
+	})
 	// Let every Speak finish only once all ten requests are in: then the
 	// semaphore, not timing, is what keeps them to two at once.
 	for s.Stats().Requests < clients {
 		runtimeGosched()
 	}
 	close(release)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	wait()
 	if p := peak.Load(); p > 2 || p < 1 {
 		t.Errorf("peak parallel Speak calls %d, want at most MaxParallel 2", p)
 	}
