@@ -2,7 +2,6 @@ package wyoming
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -628,11 +627,10 @@ func (cn *conn) writeAudio(p audio.PCM) error {
 // other clients' requests go on, and waits for room. A client that reads
 // nothing for WriteTimeout is dropped (sendQueue).
 func (cn *conn) write(ev Event) error {
-	var buf bytes.Buffer
-	if _, err := writeEvent(&buf, ev); err != nil {
+	frame, err := encodeEvent(ev)
+	if err != nil {
 		return err
 	}
-	frame := buf.Bytes()
 	for {
 		ok, err := cn.q.put(frame)
 		if err != nil || ok {

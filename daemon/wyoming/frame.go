@@ -224,18 +224,32 @@ func WriteEvent(w io.Writer, e Event) error {
 
 // writeEvent is WriteEvent that also says how many bytes it wrote.
 func writeEvent(w io.Writer, e Event) (int64, error) {
+	bufs, err := encodeEvent(e)
+	if err != nil {
+		return 0, err
+	}
+	n, err := bufs.WriteTo(w)
+	if err != nil {
+		return n, fmt.Errorf("write event %s: %w", e.Type, err)
+	}
+	return n, nil
+}
+
+// encodeEvent returns the event as written: its header line, then its
+// data and payload as they are (not copied).
+func encodeEvent(e Event) (net.Buffers, error) {
 	if e.Type == "" {
-		return 0, fmt.Errorf("write event: %w: no type", ErrMalformed)
+		return nil, fmt.Errorf("write event: %w: no type", ErrMalformed)
 	}
 	data := bytes.TrimSpace(e.Data)
 	if isNull(data) || string(data) == "{}" {
 		data = nil
 	} else if !isObject(data) {
-		return 0, fmt.Errorf("write event %s: %w: data is not a JSON object", e.Type, ErrMalformed)
+		return nil, fmt.Errorf("write event %s: %w: data is not a JSON object", e.Type, ErrMalformed)
 	}
 	line, err := json.Marshal(outHeader{Type: e.Type, Version: ProtocolVersion, DataLength: len(data), PayloadLength: len(e.Payload)})
 	if err != nil {
-		return 0, fmt.Errorf("write event %s: %w", e.Type, err)
+		return nil, fmt.Errorf("write event %s: %w", e.Type, err)
 	}
 	bufs := net.Buffers{append(line, '\n')}
 	if len(data) > 0 {
@@ -244,9 +258,5 @@ func writeEvent(w io.Writer, e Event) (int64, error) {
 	if len(e.Payload) > 0 {
 		bufs = append(bufs, e.Payload)
 	}
-	n, err := bufs.WriteTo(w)
-	if err != nil {
-		return n, fmt.Errorf("write event %s: %w", e.Type, err)
-	}
-	return n, nil
+	return bufs, nil
 }

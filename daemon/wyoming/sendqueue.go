@@ -19,7 +19,8 @@ var errQueueClosed = errors.New("send queue closed")
 // goes on.
 //
 // The contract:
-//   - put takes a frame (one encoded event) and returns at once. It
+//   - put takes a frame (one encoded event, encodeEvent's buffers, not
+//     copied) and returns at once. It
 //     refuses it (ok false) while max bytes are already queued; an empty
 //     queue takes a frame of any size. The caller then waits with
 //     waitRoom and tries again.
@@ -39,8 +40,8 @@ type sendQueue struct {
 	wrote   func(n int64) // bytes written, for the server's counters
 
 	mu     sync.Mutex
-	frames [][]byte
-	queued int // bytes put took and the writer has not finished writing
+	frames net.Buffers // the frames' pieces, in order
+	queued int         // bytes put took and the writer has not finished writing
 	err    error
 	closed bool
 
@@ -64,7 +65,11 @@ func signal(ch chan struct{}) {
 }
 
 // put queues frame; ok is false when the queue is full (see the type).
-func (q *sendQueue) put(frame []byte) (ok bool, err error) {
+func (q *sendQueue) put(frame net.Buffers) (ok bool, err error) {
+	size := 0
+	for _, b := range frame {
+		size += len(b)
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	switch {
@@ -72,11 +77,11 @@ func (q *sendQueue) put(frame []byte) (ok bool, err error) {
 		return false, q.err
 	case q.closed:
 		return false, errQueueClosed
-	case q.queued > 0 && q.queued+len(frame) > q.max:
+	case q.queued > 0 && q.queued+size > q.max:
 		return false, nil
 	}
-	q.frames = append(q.frames, frame)
-	q.queued += len(frame)
+	q.frames = append(q.frames, frame...)
+	q.queued += size
 	signal(q.wake)
 	return true, nil
 }
@@ -146,8 +151,7 @@ func (q *sendQueue) run() {
 			size += len(f)
 		}
 		q.c.SetWriteDeadline(time.Now().Add(q.timeout))
-		bufs := net.Buffers(batch)
-		n, err := bufs.WriteTo(q.c)
+		n, err := batch.WriteTo(q.c)
 		q.wrote(n)
 		q.mu.Lock()
 		q.queued -= size
