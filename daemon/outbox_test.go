@@ -150,14 +150,19 @@ func TestTerminalEventsKeepTheirOrder(t *testing.T) {
 	waitFor(t, "all spoken", func() bool { return h.d.Snapshot().Counters.Finished == 5 })
 	up()
 	h.d.Connected()
-	waitFor(t, "all answers", func() bool { return len(h.events()) >= 5 })
-	var got []string
-	for _, e := range h.events() {
-		if isTerminal(&e) {
-			got = append(got, e.ID)
+	// Events that are not answers (queued, started) may be published in
+	// between, so wait for the five answers themselves.
+	terminals := func() []string {
+		var ids []string
+		for _, e := range h.events() {
+			if isTerminal(&e) {
+				ids = append(ids, e.ID)
+			}
 		}
+		return ids
 	}
-	if strings.Join(got, " ") != "o0 o1 o2 o3 o4" {
+	waitFor(t, "all answers", func() bool { return len(terminals()) >= 5 })
+	if got := terminals(); strings.Join(got, " ") != "o0 o1 o2 o3 o4" {
 		t.Errorf("answers in order %v", got)
 	}
 }
