@@ -512,7 +512,7 @@ func (p *Pipeline) SynthesizeSentence(ctx context.Context, sentence string, prm 
 // checked against the decoder's limits before any run.
 func (p *Pipeline) phonemeIDs(sentence string) ([]int64, int, error) {
 	front := p.front
-	if p.pinyin != nil && mostlyHan(sentence) {
+	if p.pinyin != nil && text.MostlyHan(sentence) {
 		front = p.pinyin
 	}
 	phonemes, err := front.Phonemize(sentence)

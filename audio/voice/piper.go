@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/text"
@@ -483,7 +482,7 @@ func (p *Piper) SilenceAfter() time.Duration { return p.silence }
 // has no id for (skipped) with their counts.
 func (p *Piper) phonemeIDs(s string) ([]int64, map[string]int, error) {
 	front := p.front
-	if p.pinyin != nil && mostlyHan(s) {
+	if p.pinyin != nil && text.MostlyHan(s) {
 		front = p.pinyin
 	}
 	phonemes, err := front.Phonemize(s)
@@ -567,24 +566,3 @@ func (p *Piper) ReleaseMemory() error {
 	return nil
 }
 
-// mostlyHan reports whether s is a Chinese sentence: more Han characters
-// than words in other scripts ("我用 iPhone" is, "Hello 你" is not).
-func mostlyHan(s string) bool {
-	han, words := 0, 0
-	inWord := false
-	for _, r := range s {
-		switch {
-		case unicode.Is(unicode.Han, r):
-			han++
-			inWord = false
-		case unicode.IsLetter(r):
-			if !inWord {
-				words++
-			}
-			inWord = true
-		default:
-			inWord = false
-		}
-	}
-	return han > words
-}

@@ -258,16 +258,6 @@ func TestContractMismatch(t *testing.T) {
 	}
 }
 
-func TestMostlyHan(t *testing.T) {
-	for s, want := range map[string]bool{
-		"今天天气怎么样？": true, "我用 iPhone": true, "Hello 你": false, "Hello": false, "123": false,
-	} {
-		if mostlyHan(s) != want {
-			t.Errorf("mostlyHan(%q) != %v", s, want)
-		}
-	}
-}
-
 // releasingSession is a fakeSession with an arena to give back.
 type releasingSession struct {
 	*fakeSession

@@ -242,7 +242,7 @@ func (s *Style) Synthesize(ctx context.Context, req Request, emit func(Chunk) er
 // phonemes the token map had no id for (they are skipped and logged once).
 func (s *Style) Tokens(sentence string) ([]int64, int, error) {
 	front := s.front
-	if s.pinyin != nil && mostlyHan(sentence) {
+	if s.pinyin != nil && text.MostlyHan(sentence) {
 		front = s.pinyin
 	}
 	phonemes, err := front.Phonemize(sentence)
