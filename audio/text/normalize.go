@@ -120,11 +120,11 @@ func Normalize(s string, opts *NormalizeOptions) (string, error) {
 type language int
 
 const (
-	langEnglish  language = iota
-	langMandarin          // 汉语
-	langDotGroup          // 3.400 is three thousand four hundred: de, es, it, nl, pt, ...
-	langSpaceGroup        // 3 400 is three thousand four hundred: fr, ru, pl, sv, ...
-	langOther             // digits left as they are
+	langEnglish    language = iota
+	langMandarin            // 汉语
+	langDotGroup            // 3.400 is three thousand four hundred: de, es, it, nl, pt, ...
+	langSpaceGroup          // 3 400 is three thousand four hundred: fr, ru, pl, sv, ...
+	langOther               // digits left as they are
 )
 
 // languageOf maps an espeak-ng voice name or BCP 47 tag to its rules.

@@ -565,4 +565,3 @@ func (p *Piper) ReleaseMemory() error {
 	}
 	return nil
 }
-
