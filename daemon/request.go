@@ -60,6 +60,9 @@ type Request struct {
 	Session string
 	// NoCache asks not to read or write the phrase cache ("cache": false).
 	NoCache bool
+	// NoNormalize speaks Text as written ("normalize": false): numbers,
+	// units, times and Markdown are not read into words first.
+	NoNormalize bool
 	// Chime is the chime played before the speech: "" the one
 	// Options.PriorityChimes gives the priority, ChimeNone none
 	// ("chime": false), ChimeDefault the priority's or else DefaultChime
@@ -328,6 +331,11 @@ func decodeFields(r *Request, f map[string]json.RawMessage, o *DecodeOptions) er
 		return err
 	} else if ok {
 		r.NoCache = !b
+	}
+	if b, ok, err := boolField(f, "normalize"); err != nil {
+		return err
+	} else if ok {
+		r.NoNormalize = !b
 	}
 	if r.Chime, err = chimeField(f); err != nil {
 		return err

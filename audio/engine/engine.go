@@ -62,6 +62,9 @@ type Engine struct {
 	keeper *memoryKeeper
 	// set is what the voices directory held at the last look (reload.go).
 	set voiceSet
+	// noNormalize and emoji are Options.NoNormalize and Options.Emoji.
+	noNormalize bool
+	emoji       text.Emoji
 }
 
 // Options configures an Engine. Runtime and Dir are required.
@@ -97,6 +100,12 @@ type Options struct {
 	Logger        *slog.Logger
 	// Now is the clock of enrollments (default time.Now).
 	Now func() time.Time
+	// NoNormalize speaks every text as written: numbers, units and
+	// Markdown are left for the front end (Request.NoNormalize does it for
+	// one request). By default text.Normalize reads them first.
+	NoNormalize bool
+	// Emoji is what Normalize does with emoji ("" drops them).
+	Emoji text.Emoji
 }
 
 // SessionOptions bound the voices kept loaded (mynahd's voices.sessions).
@@ -132,7 +141,8 @@ func Open(o *Options) (*Engine, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	vs := &Engine{rt: o.Runtime, dir: o.Dir, def: o.Default, opts: opts, log: log, now: o.Now, store: o.Store,
-		precision: o.Precision, precisions: o.Precisions, provider: o.Provider, cpu: o.CPU}
+		precision: o.Precision, precisions: o.Precisions, provider: o.Provider, cpu: o.CPU,
+		noNormalize: o.NoNormalize, emoji: o.Emoji}
 	if vs.now == nil {
 		vs.now = time.Now
 	}
@@ -341,7 +351,14 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 	if err != nil {
 		return err
 	}
-	sentences, err := p.split(s.Text)
+	said, norm, err := vs.normalize(v, s.Text, s.NoNormalize)
+	if err != nil {
+		return err
+	}
+	if norm != normalizeOff {
+		vs.log.Debug("text normalized", "voice", name, "text", said)
+	}
+	sentences, err := p.split(said)
 	if errors.Is(err, text.ErrEmptyText) {
 		return fmt.Errorf("%w: %w", ErrNothingToSay, err)
 	}
@@ -356,7 +373,7 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 			return err
 		}
 		start := time.Now()
-		m, err := vs.sentence(ctx, p, sentence, useCache)
+		m, err := vs.sentence(ctx, p, sentence, norm, useCache)
 		if err != nil {
 			return fmt.Errorf("sentence %d: %w", i+1, err)
 		}
@@ -425,13 +442,17 @@ func (vs *Engine) PinPhrases(ctx context.Context, texts []string) error {
 		return err
 	}
 	want := make(map[cache.PhraseKey]bool)
-	for _, text := range texts {
-		sentences, err := p.split(text)
+	for _, phrase := range texts {
+		said, norm, err := vs.normalize(v, phrase, false)
 		if err != nil {
-			return fmt.Errorf("pinned phrase %q: %w", text, err)
+			return fmt.Errorf("pinned phrase %q: %w", phrase, err)
+		}
+		sentences, err := p.split(said)
+		if err != nil {
+			return fmt.Errorf("pinned phrase %q: %w", phrase, err)
 		}
 		for _, sentence := range sentences {
-			m, err := vs.sentence(ctx, p, sentence, true)
+			m, err := vs.sentence(ctx, p, sentence, norm, true)
 			if err != nil {
 				return fmt.Errorf("pinned phrase %q: %w", sentence, err)
 			}
@@ -469,13 +490,14 @@ type made struct {
 	unknown int  // phonemes the voice had no id for (0 on a hit)
 }
 
-// sentence makes one sentence's audio under plan p: from the phrase
+// sentence makes one sentence's audio under plan p (its text read by
+// the rules norm names): from the phrase
 // cache when useCache and it is there, else synthesized. Speak and
 // PinPhrases share it.
-func (vs *Engine) sentence(ctx context.Context, p plan, sentence string, useCache bool) (made, error) {
+func (vs *Engine) sentence(ctx context.Context, p plan, sentence, norm string, useCache bool) (made, error) {
 	var m made
 	if useCache {
-		m.key = phraseKey(p, sentence)
+		m.key = phraseKey(p, sentence, norm)
 		if pcm, hit := vs.cached(m.key); hit {
 			m.pcm, m.hit = pcm, true
 			return m, nil

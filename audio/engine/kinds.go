@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -58,12 +59,20 @@ type plan interface {
 	// synthesize also says how many phonemes the voice had no id for
 	// (skipped).
 	synthesize(ctx context.Context, sentence string) (audio.PCM, int, error)
+	// transcribe is what synthesize would give the model (mynah text).
+	transcribe(sentence string) (voice.Transcript, error)
 }
 
-// phraseKey names one sentence's audio under a plan's settings.
-func phraseKey(p plan, sentence string) cache.PhraseKey {
+// phraseKey names one sentence's audio under a plan's settings, read by
+// the normalization rules norm names (normalizeOff, or the version).
+func phraseKey(p plan, sentence, norm string) cache.PhraseKey {
 	spec, _ := p.spec()
 	spec.Text = sentence
+	spec.Settings = maps.Clone(spec.Settings)
+	if spec.Settings == nil {
+		spec.Settings = make(map[string]string, 1)
+	}
+	spec.Settings["normalize"] = norm
 	return spec.Key()
 }
 
@@ -240,6 +249,9 @@ func (m piperModel) close() error { return m.v.Close() }
 
 func (p piperPlan) spec() (cache.PhraseSpec, bool)      { return p.phrase, true }
 func (p piperPlan) split(text string) ([]string, error) { return p.v.SplitFor(text, p.prm) }
+func (p piperPlan) transcribe(sentence string) (voice.Transcript, error) {
+	return p.v.Transcribe(sentence)
+}
 func (p piperPlan) synthesize(_ context.Context, sentence string) (audio.PCM, int, error) {
 	return p.v.SynthesizeSentence(sentence, p.prm)
 }
@@ -281,6 +293,9 @@ func (m styleModel) close() error { return m.v.Close() }
 
 func (p stylePlan) spec() (cache.PhraseSpec, bool)      { return p.phrase, true }
 func (p stylePlan) split(text string) ([]string, error) { return p.v.Split(text) }
+func (p stylePlan) transcribe(sentence string) (voice.Transcript, error) {
+	return p.v.Transcribe(sentence)
+}
 func (p stylePlan) synthesize(_ context.Context, sentence string) (audio.PCM, int, error) {
 	return p.v.SynthesizeSentence(sentence, p.prm)
 }
@@ -343,6 +358,9 @@ func (m pipelineModel) close() error { return m.p.Close() }
 // A session's sentence depends on what was said before it: not cacheable.
 func (p pipelinePlan) spec() (cache.PhraseSpec, bool)      { return p.phrase, !p.session }
 func (p pipelinePlan) split(text string) ([]string, error) { return p.p.Split(text) }
+func (p pipelinePlan) transcribe(sentence string) (voice.Transcript, error) {
+	return p.p.Transcribe(sentence)
+}
 func (p pipelinePlan) synthesize(ctx context.Context, sentence string) (audio.PCM, int, error) {
 	return p.p.SynthesizeSentence(ctx, sentence, p.prm)
 }

@@ -233,7 +233,7 @@ fill:
 			total += int64(len(data))
 			raw += 2 * int64(len(scaled.Samples))
 			records = append(records, data)
-			keys = append(keys, phraseKey(plans[i], fmt.Sprintf("round %d: sentence %d", round, i)))
+			keys = append(keys, phraseKey(plans[i], fmt.Sprintf("round %d: sentence %d", round, i), normalizeVersion))
 		}
 	}
 	s, err := cache.Open(path, &cache.Options{MaxBytes: maxBytes})

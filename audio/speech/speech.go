@@ -31,6 +31,10 @@ type Request struct {
 	// is followed by the voice's pause too, as every other one is, so that
 	// the parts sound as the whole text would.
 	Continued bool
+	// NoNormalize speaks Text as written: numbers, units, times and
+	// Markdown are not read into words first (text.Normalize), and the
+	// phrase cache keeps such audio apart.
+	NoNormalize bool
 	// LengthScale, NoiseScale and NoiseW override a Piper voice's
 	// inference defaults when set (other kinds ignore them); the phrase
 	// cache keys the values used.

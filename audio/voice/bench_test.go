@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/text"
 	"github.com/mynah-tts/mynah/audio/voice"
 )
 
@@ -97,4 +98,57 @@ func procStatusMB(b testing.TB, field string) float64 {
 	}
 	b.Fatalf("no %s in /proc/self/status", field)
 	return 0
+}
+
+// haSentences are Home Assistant announcements as templates fill them in.
+var haSentences = []string{
+	"It is 8:05 PM. The temperature is 21.5 °C and the battery is at 15 %.",
+	"Power 1.2 kW, 3,400 W peak.",
+	"The alarm is set for 07:30.",
+	"Washer finished at 14:05 on 2026-12-01.",
+	"Rain 0.4 mm/h, wind 12 km/h from the west.",
+	"Timer 0:03:12 left.",
+	"**Living room**: 21 °C, the window is open.",
+	"Electricity today cost $4.99 for 12.5 kWh.",
+}
+
+// BenchmarkNormalizeShare reports what reading Home Assistant's values
+// into words costs next to synthesizing them, on the demo voice: the
+// time text.Normalize takes per sentence over the time one model run takes
+// for it (normalize-%, which must stay under 1), measured in one run.
+func BenchmarkNormalizeShare(b *testing.B) {
+	v := loadDemo(b, nil)
+	prm, err := v.Resolve(voice.Request{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := &text.NormalizeOptions{Language: v.Info().Language, Mandarin: v.Info().Mandarin}
+	var norm, synth time.Duration
+	sentences := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, s := range haSentences {
+			start := time.Now()
+			said, err := text.Normalize(s, opts)
+			norm += time.Since(start)
+			if err != nil {
+				b.Fatal(err)
+			}
+			parts, err := v.Split(said)
+			if err != nil {
+				b.Fatal(err)
+			}
+			start = time.Now()
+			for _, p := range parts {
+				if _, _, err := v.SynthesizeSentence(p, prm); err != nil {
+					b.Fatal(err)
+				}
+				sentences++
+			}
+			synth += time.Since(start)
+		}
+	}
+	b.ReportMetric(float64(norm.Nanoseconds())/float64(sentences)/1e3, "normalize-us/sentence")
+	b.ReportMetric(float64(synth.Nanoseconds())/float64(sentences)/1e6, "synth-ms/sentence")
+	b.ReportMetric(100*norm.Seconds()/synth.Seconds(), "normalize-%")
 }

@@ -331,6 +331,8 @@ func newPipeline(b *bundle.Bundle, enc session, dec kvSession, voc session, o Pi
 			SampleRate: m.SampleRate,
 			Provider:   string(dec.Provider()),
 			Phonemes:   ptype,
+			Language:   readingLanguage(ptype, m.Text.Language),
+			Mandarin:   p.pinyin != nil,
 		},
 		Engine:       bundle.EnginePipeline,
 		EmbeddingDim: dim,
@@ -511,11 +513,7 @@ func (p *Pipeline) SynthesizeSentence(ctx context.Context, sentence string, prm 
 // phonemeIDs is the sentence's Piper-style id sequence (^ _ (p _)* $),
 // checked against the decoder's limits before any run.
 func (p *Pipeline) phonemeIDs(sentence string) ([]int64, int, error) {
-	front := p.front
-	if p.pinyin != nil && text.MostlyHan(sentence) {
-		front = p.pinyin
-	}
-	phonemes, err := front.Phonemize(sentence)
+	phonemes, err := frontFor(p.front, p.pinyin, sentence).Phonemize(sentence)
 	if err != nil {
 		return nil, 0, fmt.Errorf("phonemize: %w", err)
 	}

@@ -1,6 +1,7 @@
 package voice
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -125,6 +126,21 @@ type Info struct {
 	Speakers   []string // by id; a generated name where the map has none
 	Provider   string   // the ONNX Runtime execution provider in use
 	Phonemes   string   // phoneme_type
+	// Language is what text.Normalize reads the voice's text as: its
+	// espeak-ng voice (or language code), "zh" for a pinyin voice.
+	Language string
+	// Mandarin is set when sentences mostly in Han go to the pinyin front
+	// end although the voice is another language's (it covers pinyin).
+	Mandarin bool
+}
+
+// readingLanguage is Info.Language for a front end of type ptype set up
+// for language.
+func readingLanguage(ptype, language string) string {
+	if ptype == PhonemePinyin {
+		return "zh"
+	}
+	return language
 }
 
 // session is the part of an ONNX Runtime session the engine needs.
@@ -287,6 +303,8 @@ func newPiper(cfg *PiperConfig, sess session, opts PiperOptions) (*Piper, error)
 		Speakers:   speakers,
 		Provider:   string(sess.Provider()),
 		Phonemes:   ptype,
+		Language:   readingLanguage(ptype, cmp.Or(cfg.Espeak.Voice, cfg.Language.Code)),
+		Mandarin:   p.pinyin != nil,
 	}
 	return p, nil
 }
@@ -481,11 +499,7 @@ func (p *Piper) SilenceAfter() time.Duration { return p.silence }
 // phonemeIDs is a sentence's model input, and the phonemes the voice
 // has no id for (skipped) with their counts.
 func (p *Piper) phonemeIDs(s string) ([]int64, map[string]int, error) {
-	front := p.front
-	if p.pinyin != nil && text.MostlyHan(s) {
-		front = p.pinyin
-	}
-	phonemes, err := front.Phonemize(s)
+	phonemes, err := frontFor(p.front, p.pinyin, s).Phonemize(s)
 	if err != nil {
 		return nil, nil, fmt.Errorf("phonemize: %w", err)
 	}

@@ -148,6 +148,8 @@ func newStyle(b *bundle.Bundle, sess session, o StyleOptions) (*Style, error) {
 		Speakers:   b.VoiceNames(),
 		Provider:   string(sess.Provider()),
 		Phonemes:   ptype,
+		Language:   readingLanguage(ptype, m.Text.Language),
+		Mandarin:   s.pinyin != nil,
 	}
 	return s, nil
 }
@@ -241,11 +243,7 @@ func (s *Style) Synthesize(ctx context.Context, req Request, emit func(Chunk) er
 // Tokens returns a sentence's tokens, pads not included, and how many
 // phonemes the token map had no id for (they are skipped and logged once).
 func (s *Style) Tokens(sentence string) ([]int64, int, error) {
-	front := s.front
-	if s.pinyin != nil && text.MostlyHan(sentence) {
-		front = s.pinyin
-	}
-	phonemes, err := front.Phonemize(sentence)
+	phonemes, err := frontFor(s.front, s.pinyin, sentence).Phonemize(sentence)
 	if err != nil {
 		return nil, 0, fmt.Errorf("phonemize: %w", err)
 	}

@@ -20,6 +20,7 @@ const usage = `mynah — offline text to speech for small devices
 
 Usage:
   mynah say [flags] "text"      speak text (or - for standard input)
+  mynah text [flags] "text"     show how a voice reads text: words, phonemes, ids
   mynah voice demo --out DIR    build the demo voice into DIR
   mynah voice info PATH         describe a Piper voice
   mynah devices                 list audio output devices
@@ -64,6 +65,7 @@ func exitCode(err error) int {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	commands := []command{
 		{"say", runSay},
+		{"text", runText},
 		{"voice", runVoice},
 		{"devices", runDevices},
 		{"cache", runCache},

@@ -37,6 +37,10 @@ NAME.onnx file), a style-vector bundle or a cloning (pipeline) bundle (a
 directory with a voice.json). Without --voice, mynah uses $MYNAH_VOICE, else
 the demo voice, which it builds on first use.
 
+Numbers, units, times, dates, money, symbols and Markdown are read into
+words first, as mynahd reads them ("mynah text" shows how); --no-normalize
+speaks the text as written.
+
 Sentences already spoken come from the phrase cache (--cache), and the next
 sentence is synthesized while one plays. --speaker names a speaker of the
 voice: a Piper speaker, a style pack's voice, or, for a cloning voice, a
@@ -61,6 +65,8 @@ type sayFlags struct {
 	threads                               int
 	cacheFile                             string
 	noCache                               bool
+	noNormalize                           bool
+	emoji                                 string
 	verbose                               bool
 }
 
@@ -108,9 +114,13 @@ func runSay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&f.provider, "provider", "auto", "execution provider: auto, cpu, cuda or tensorrt")
 	fs.StringVar(&f.precision, "precision", "auto", "voice variant: auto (the smallest that passed its quality gate here), fp32, fp16,\nint8 or nbits")
 	fs.IntVar(&f.threads, "threads", 0, "ONNX Runtime intra-op threads (0 = one per core)")
-	fs.BoolVar(&f.verbose, "v", false, "log details")
+	addReadingFlags(fs, &f)
+	fs.BoolVar(&f.verbose, "v", false, "log details (with the normalized text)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := checkEmoji(f.emoji); err != nil {
 		return err
 	}
 	txt, err := sayText(pos)
@@ -162,10 +172,12 @@ func runSay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			SentenceSilence: f.silence,
 			Logger:          log.With("component", "voice"),
 		},
-		Precision: f.precision,
-		Provider:  engineProvider,
-		Store:     store,
-		Logger:    log.With("component", "engine"),
+		Precision:   f.precision,
+		Provider:    engineProvider,
+		Store:       store,
+		NoNormalize: f.noNormalize,
+		Emoji:       text.Emoji(f.emoji),
+		Logger:      log.With("component", "engine"),
 	}
 	e, err := engine.Open(opts)
 	if err != nil {

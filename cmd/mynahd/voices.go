@@ -65,6 +65,8 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, notify *
 		Store:         store,
 		ReleaseMemory: releaser.release,
 		Logger:        log.With("component", "voices"),
+		NoNormalize:   !cfg.Text.Normalize,
+		Emoji:         text.Emoji(cfg.Text.Emoji),
 	})
 }
 

@@ -74,6 +74,8 @@ type Config struct {
 	Wyoming Wyoming `yaml:"wyoming"`
 	// Announce is the chimes played before speech.
 	Announce Announce `yaml:"announce"`
+	// Text is how a request's text is read before it is spoken.
+	Text Text `yaml:"text"`
 
 	// WatchdogStall is how long one synthesis step or one audio write may
 	// block before mynahd stops its systemd watchdog pings (and systemd,
@@ -96,6 +98,19 @@ type Announce struct {
 	// (low, normal, alert) that do not choose one ("chime": false plays
 	// none); a priority absent or "" has none. Default alert: two_tone.
 	Priority map[string]string `yaml:"priority"`
+}
+
+// Text is the text section: what mynah reads for you.
+type Text struct {
+	// Normalize reads numbers, units, times, dates, money and symbols into
+	// words and removes Markdown before speech ("21.5 °C" is "twenty-one
+	// point five degrees Celsius"), for English and Mandarin voices in full
+	// (see the README's "What mynah reads for you"). A say command's
+	// "normalize": false turns it off for one request. Default true.
+	Normalize bool `yaml:"normalize"`
+	// Emoji is drop (default): emoji are not read, or name: read by their
+	// Unicode names (English voices; others drop them).
+	Emoji string `yaml:"emoji"`
 }
 
 // Wyoming is the wyoming section.
@@ -374,6 +389,7 @@ func Default() Config {
 		ONNX:     ONNX{Provider: string(ort.ProviderAuto), Arena: true, LiftConv1D: true, OptimizedDir: "/var/cache/mynah/optimized"},
 		Wyoming:  Wyoming{MaxConnections: wyoming.DefaultMaxConnections, Zeroconf: true},
 		Announce: Announce{Chimes: map[string]string{}, Priority: map[string]string{"alert": "two_tone"}},
+		Text:     Text{Normalize: true, Emoji: "drop"},
 		Audio: Audio{
 			Volume:          1,
 			WriteTimeout:    2 * time.Second,

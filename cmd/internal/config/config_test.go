@@ -45,6 +45,7 @@ func TestValidate(t *testing.T) {
 		{"announce.chimes.none", func(c *Config) { c.Announce.Chimes = map[string]string{"none": "/etc/x.wav"} }},
 		{"announce.chimes", func(c *Config) { c.Announce.Chimes = map[string]string{"a/b": "/etc/x.wav"} }},
 		{"announce.priority", func(c *Config) { c.Announce.Priority = map[string]string{"urgent": "ding"} }},
+		{"text.emoji", func(c *Config) { c.Text.Emoji = "read" }},
 		{"announce.priority.alert", func(c *Config) { c.Announce.Priority = map[string]string{"alert": "siren"} }},
 		{"mqtt.broker", func(c *Config) { c.MQTT.Broker = "tcp://:1883" }},
 		{"mqtt.broker", func(c *Config) { c.MQTT.Broker = "tcp://host" }},

@@ -157,6 +157,9 @@ func (c Config) Validate() error {
 	checkDuration(bad, "queue.default_ttl", c.Queue.DefaultTTL, time.Second, 24*time.Hour)
 	c.Wyoming.validate(bad)
 	c.Announce.validate(bad)
+	if c.Text.Emoji != "drop" && c.Text.Emoji != "name" {
+		bad("text.emoji", "%q: want drop or name", c.Text.Emoji)
+	}
 	if f := c.Queue.SpoolFile; f != "" {
 		checkPath(bad, "queue.spool_file", f)
 		switch {
