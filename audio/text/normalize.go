@@ -93,9 +93,8 @@ func Normalize(s string, opts *NormalizeOptions) (string, error) {
 	clean := string(cleanText(s, o.KeepMarkup))
 	var b strings.Builder
 	b.Grow(len(clean) + len(clean)/2)
-	fence := false
 	for _, line := range strings.Split(clean, "\n") {
-		line, fence = stripMarkdownLine(line, fence)
+		line = stripMarkdownLine(line)
 		line = replaceEmoji(line, o.Emoji, lang == langEnglish)
 		switch {
 		case lang == langMandarin || (o.Mandarin && MostlyHan(line)):
@@ -105,7 +104,9 @@ func Normalize(s string, opts *NormalizeOptions) (string, error) {
 		default:
 			line = ungroupDigits(line, lang)
 		}
-		if line = tidySpaces(line); line == "" {
+		// A rule may leave what reads as a block marker now ("##5" is "#
+		// number five"): the line must come back the same next time.
+		if line = stripBlockPrefix(tidySpaces(line)); line == "" {
 			continue // a rule or fence line, or only emoji: no empty sentence
 		}
 		if b.Len() > 0 {

@@ -25,27 +25,21 @@ import (
 //     are, "*" and "_" only where they open and close an emphasis
 //     ("*really*", not "5 * 3" or "living_room").
 //
-// Inside a fenced code block only the fences go; the code is read as text.
+// The lines of a fenced code block are read as any other line (only the
+// fences go): a line must read the same wherever it stands, or the
+// reading of a reading would differ from the reading.
 
-// stripMarkdownLine removes Markdown from one line. fence says whether the
-// line is inside a fenced code block; the returned value says whether the
-// next one is.
-func stripMarkdownLine(line string, fence bool) (string, bool) {
+// stripMarkdownLine removes Markdown from one line.
+func stripMarkdownLine(line string) string {
 	t := strings.TrimSpace(line)
-	if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
-		return "", !fence
-	}
-	if fence || t == "" {
-		return line, fence
-	}
-	if isThematicBreak(t) || isTableRule(t) {
-		return "", false
+	if t == "" || strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") || isThematicBreak(t) || isTableRule(t) {
+		return ""
 	}
 	t = stripBlockPrefix(t)
 	if strings.HasPrefix(t, "|") || strings.Count(t, "|") >= 2 {
 		t = tableCells(t)
 	}
-	return stripInline(t), false
+	return stripInline(t)
 }
 
 // isThematicBreak reports a line of three or more '-', '*' or '_' (and
