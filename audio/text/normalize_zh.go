@@ -139,8 +139,17 @@ func (z *zhReader) step(i int) int {
 	switch {
 	case z.isDigit(i):
 		return z.number(i)
-	case (isZhMinus(r) || r == '+') && z.isDigit(i+1) && z.signAt(i):
+	case r == '+' && z.isDigit(i+1):
+		if j := z.intlPhone(i); j > i {
+			return j
+		}
+		if z.signAt(i) {
+			return z.number(i)
+		}
+	case isZhMinus(r) && z.isDigit(i+1) && z.signAt(i):
 		return z.number(i)
+	}
+	switch {
 	case zhCurrency(r) != "" && z.beforeNumber(i):
 		return z.money(i)
 	case r == '#' && z.isDigit(i+1):
@@ -153,6 +162,10 @@ func (z *zhReader) step(i int) int {
 			z.write(between)
 			return i + 1
 		}
+	}
+	if r == '/' && z.perAt(i) {
+		z.out = append(z.out, '每') // 12.5元/度 → 十二点五元每度
+		return i + 1
 	}
 	if before := zhBeforeNumber(r); before != "" && z.beforeNumber(i) {
 		z.write(before)
@@ -185,6 +198,15 @@ func (z *zhReader) signAt(i int) bool {
 	}
 	p := z.at(i - 1)
 	return !(p < utf8.RuneSelf && (unicode.IsLetter(p) || unicode.IsDigit(p) || p == ')' || p == '.' || p == '_' || p == '/'))
+}
+
+// perAt reports whether the slash at rs[i] is 每: after a number or a
+// number and one Han unit, before a Han unit.
+func (z *zhReader) perAt(i int) bool {
+	if z.lastNum < 0 || !unicode.Is(unicode.Han, z.at(i+1)) {
+		return false
+	}
+	return z.lastNum == i || (z.lastNum == i-1 && unicode.Is(unicode.Han, z.at(i-1)))
 }
 
 func isZhMinus(r rune) bool { return r == '-' || r == '−' || r == '－' }

@@ -272,7 +272,9 @@ func (z *zhReader) finish(s zhSuffix) int {
 // emit writes n as said before s and after pre; a unit's name is left
 // to finish.
 func (z *zhReader) emit(n zhNumber, s zhSuffix, pre zhPrefix) {
-	z.writeSign(n.sign, s.temp)
+	if !(n.sign == '-' && s.temp && z.endsWith(n.start, "零下")) { // 零下-5°C
+		z.writeSign(n.sign, s.temp)
+	}
 	if s.kind == sufBefore {
 		z.write(s.name)
 	}
@@ -411,10 +413,47 @@ func (z *zhReader) phone(i int) int {
 	return j
 }
 
+// intlPhone reads a phone number with its country code, digit by digit
+// with 幺: +86 138 1234 5678 → 加八六幺三八幺二三四五六七八. Groups are
+// joined by single spaces or hyphens, seven digits at least after the
+// code. It returns i, writing nothing, when rs[i:] is not one.
+func (z *zhReader) intlPhone(i int) int {
+	e := z.digitsEnd(i + 1)
+	if e-i-1 > 3 {
+		return i
+	}
+	j, digits := e, 0
+	for (z.at(j) == ' ' || z.at(j) == '-') && z.isDigit(j+1) {
+		k := z.digitsEnd(j + 1)
+		digits += k - j - 1
+		j = k
+	}
+	if digits < 7 {
+		return i
+	}
+	z.out = append(z.out, '加')
+	for k := i + 1; k < j; k++ {
+		if z.isDigit(k) {
+			z.spell(z.rs[k:k+1], true)
+		}
+	}
+	z.lastNum = j
+	return j
+}
+
 // money reads an amount after its currency sign: ¥35.5 → 三十五点五元,
 // $4.99 → 四点九九美元.
 func (z *zhReader) money(i int) int {
 	name := zhCurrency(z.rs[i])
+	if z.rs[i] == '$' {
+		for _, p := range zhDollarPrefixes {
+			if z.endsWith(i, p.prefix) && !isASCIILetterOrDigit(z.at(i-3)) && z.endsWithOut(p.prefix) {
+				z.out = z.out[:len(z.out)-2]
+				name = p.name
+				break
+			}
+		}
+	}
 	k := i + 1
 	if z.at(k) == ' ' {
 		k++
@@ -430,6 +469,19 @@ func (z *zhReader) money(i int) int {
 	z.write(name)
 	z.lastNum = j
 	return j
+}
+
+// zhDollarPrefixes name the dollars other than the US one: HK$ and NT$
+// (and US$, which is the plain $).
+var zhDollarPrefixes = [...]struct{ prefix, name string }{{"US", "美元"}, {"HK", "港元"}, {"NT", "新台币"}}
+
+// endsWithOut reports whether the output so far ends with the ASCII
+// string w.
+func (z *zhReader) endsWithOut(w string) bool {
+	if len(z.out) < len(w) {
+		return false
+	}
+	return string(z.out[len(z.out)-len(w):]) == w
 }
 
 func zhCurrency(r rune) string {

@@ -89,6 +89,8 @@ func TestAppendCardinal(t *testing.T) {
 	}
 }
 
+// FuzzNormalizeMandarin holds the promises of the Mandarin rules on any
+// line, by themselves and inside Normalize (checkNormalized).
 func FuzzNormalizeMandarin(f *testing.F) {
 	for _, c := range mandarinCases {
 		f.Add(c.in)
@@ -106,6 +108,9 @@ func FuzzNormalizeMandarin(f *testing.F) {
 		}
 		if again := normalizeMandarin(out); again != out {
 			t.Fatalf("%q: not a fixed point:\n once  %q\n twice %q", s, out, again)
+		}
+		if hasMandarinRule(s) { // the rest is the Markdown and emoji rules' to hold
+			checkNormalized(t, s, &NormalizeOptions{Language: "zh"})
 		}
 	})
 }

@@ -81,11 +81,14 @@ var zhTemperatureUnits = map[string]bool{"°C": true, "ºC": true, "℃": true, 
 // zhBeforeUnits are said before the number, like 百分之.
 var zhBeforeUnits = map[string]bool{"ppm": true, "ppb": true}
 
-// zhAmbiguousUnits are also letters or words: after a space they are
-// units only where no word follows ("2 A" but not "3 A股").
+// zhAmbiguousUnits are also capital letters or English words: after a
+// space they are units only where no word follows ("2 A" but not
+// "3 A股"); lowercase symbols like "min", "h" and "m" are units there too
+// ("3 h 20 min后", "3 m长"). K is ambiguous even right after the number:
+// 4K电视 is a resolution, not kelvin.
 var zhAmbiguousUnits = map[string]bool{
-	"A": true, "B": true, "K": true, "L": true, "l": true, "V": true, "W": true, "J": true, "d": true, "g": true,
-	"h": true, "m": true, "s": true, "in": true, "st": true, "ha": true, "ac": true, "kn": true, "mi": true, "min": true,
+	"A": true, "B": true, "K": true, "L": true, "V": true, "W": true, "J": true,
+	"in": true, "st": true, "ha": true, "ac": true, "kn": true, "mi": true,
 }
 
 type zhUnit struct {
@@ -93,6 +96,7 @@ type zhUnit struct {
 	name         string
 	temp, before bool
 	ambiguous    bool
+	strict       bool // ambiguous even right after the number: 4K电视
 }
 
 // zhUnitsByFirst indexes zhUnits by first rune, longest symbol first,
@@ -101,7 +105,7 @@ var zhUnitsByFirst = func() map[rune][]zhUnit {
 	idx := make(map[rune][]zhUnit)
 	add := func(sym, name string) {
 		rs := []rune(sym)
-		idx[rs[0]] = append(idx[rs[0]], zhUnit{sym: rs, name: name, temp: zhTemperatureUnits[sym], before: zhBeforeUnits[sym], ambiguous: zhAmbiguousUnits[sym]})
+		idx[rs[0]] = append(idx[rs[0]], zhUnit{sym: rs, name: name, temp: zhTemperatureUnits[sym], before: zhBeforeUnits[sym], ambiguous: zhAmbiguousUnits[sym], strict: sym == "K"})
 	}
 	for sym, name := range zhUnits {
 		add(sym, name)
@@ -143,7 +147,7 @@ next:
 			if isASCIILetterOrDigit(r) || r == 'µ' || r == 'μ' || superscriptValue(r) >= 0 || r == '/' {
 				continue
 			}
-			if spaced && u.ambiguous && r != ' ' && !unicode.IsPunct(r) {
+			if (spaced || u.strict) && u.ambiguous && r != ' ' && !unicode.IsPunct(r) {
 				continue
 			}
 		}
