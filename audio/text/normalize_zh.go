@@ -43,15 +43,29 @@ import (
 //     any other H:MM is a clock time (八点零五分, 十二点). Seconds are read
 //     when not zero; fractions of a second and UTC offsets of an ISO time
 //     are dropped.
-//   - # before a number is 号 after it: #3 → 三号. / between two whole
-//     numbers is a fraction (二分之一); inside a unit it is 每.
-//   - Dotted numbers with three or more parts are versions or addresses:
-//     each part of up to two digits as a number, longer parts digit by
-//     digit (一点十二点零, 一九二点一六八点一点一).
+//   - Dates are written year first with dashes or slashes (2026-12-01,
+//     2026/4/4); dotted numbers with three or more parts are versions or
+//     addresses (Home Assistant 2026.4.0 is a release, not a date): each
+//     part of up to two digits as a number, longer parts digit by digit
+//     (二零二六点四点零, 一九二点一六八点一点一).
+//   - Money: ¥ and ￥ are 元, $ 美元 (also US$), HK$ 港元, NT$ 新台币,
+//     € 欧元, £ 英镑, said after the amount; currency codes after it
+//     (CNY, USD, EUR, …) too.
+//   - Symbols: & is 和 anywhere; between numbers + is 加, × * x 乘, ÷
+//     除以, = 等于, ≈ 约等于, : 比 (when not a time), - ~ 到; before a
+//     number ~ and ≈ are 约, < > ≤ ≥ 小于, 大于, 小于等于, 大于等于. # before
+//     a number is 号 after it (#3 → 三号). / between two whole numbers is
+//     a fraction (1/2 → 二分之一, so 12/25 too), inside a unit or after a
+//     number and a Han unit 每 (元/度 → 元每度). Superscripts after a
+//     number are powers (10² → 十的平方).
+//   - Unit symbols that are also capital letters or English words (A, B,
+//     V, W, in, …) are units after a space only where no word follows
+//     (3 A股 keeps its A); K is kelvin only where no word follows at all
+//     (4K电视 is a resolution).
 //
-// Every rule writes at most a few Han characters for each rune it
-// consumes (the longest, ≤ → 小于等于, is four for one), so the output
-// stays well within MaxExpansion. Latin words that are not units after a
+// Every rule writes at most four Han characters for each rune it consumes
+// (≤ → 小于等于, ⅞ → 八分之七), so the output stays well within
+// MaxExpansion whatever the input. Latin words that are not units after a
 // number stay as they are.
 
 // normalizeMandarin rewrites one line for a Mandarin voice.

@@ -244,3 +244,46 @@ func zhStandalone(r rune) string {
 	}
 	return ""
 }
+
+// vulgarFraction is how a fraction character is read: ½ → 二分之一.
+func vulgarFraction(r rune) string {
+	switch r {
+	case '½':
+		return "二分之一"
+	case '⅓':
+		return "三分之一"
+	case '⅔':
+		return "三分之二"
+	case '¼':
+		return "四分之一"
+	case '¾':
+		return "四分之三"
+	case '⅕':
+		return "五分之一"
+	case '⅖':
+		return "五分之二"
+	case '⅗':
+		return "五分之三"
+	case '⅘':
+		return "五分之四"
+	case '⅙':
+		return "六分之一"
+	case '⅚':
+		return "六分之五"
+	case '⅐':
+		return "七分之一"
+	case '⅛':
+		return "八分之一"
+	case '⅜':
+		return "八分之三"
+	case '⅝':
+		return "八分之五"
+	case '⅞':
+		return "八分之七"
+	case '⅑':
+		return "九分之一"
+	case '⅒':
+		return "十分之一"
+	}
+	return ""
+}
