@@ -49,7 +49,7 @@ var zhUnits = map[string]string{
 	"m²": "平方米", "m2": "平方米", "cm²": "平方厘米", "mm²": "平方毫米", "km²": "平方公里",
 	"in²": "平方英寸", "ft²": "平方英尺", "yd²": "平方码", "mi²": "平方英里", "ac": "英亩", "ha": "公顷",
 	// UnitOfMass
-	"µg": "微克", "mg": "毫克", "g": "克", "kg": "千克", "oz": "盎司", "lb": "磅", "lbs": "磅", "st": "英石",
+	"µg": "微克", "mg": "毫克", "g": "克", "kg": "千克", "oz": "盎司", "lb": "磅", "lbs": "磅",
 	// UnitOfConductivity
 	"S/cm": "西门子每厘米", "µS/cm": "微西门子每厘米", "mS/cm": "毫西门子每厘米",
 	// LIGHT_LUX, REVOLUTIONS_PER_MINUTE, UV_INDEX, UnitOfIrradiance
@@ -85,10 +85,10 @@ var zhBeforeUnits = map[string]bool{"ppm": true, "ppb": true}
 // space they are units only where no word follows ("2 A" but not
 // "3 A股"); lowercase symbols like "min", "h" and "m" are units there too
 // ("3 h 20 min后", "3 m长"). K is ambiguous even right after the number:
-// 4K电视 is a resolution, not kelvin.
+// 4K电视 is a resolution, not kelvin. (Stones, "st", are left out: 1st.)
 var zhAmbiguousUnits = map[string]bool{
 	"A": true, "B": true, "K": true, "L": true, "V": true, "W": true, "J": true,
-	"in": true, "st": true, "ha": true, "ac": true, "kn": true, "mi": true,
+	"in": true, "ha": true, "ac": true, "kn": true, "mi": true,
 }
 
 type zhUnit struct {
@@ -179,7 +179,7 @@ const zhMeasureWords = "个只台次件位条张本块间把辆天岁周年名�
 var (
 	zhPhoneWords    = []string{"电话", "手机", "号码", "热线", "分机", "座机", "房间", "房号"}
 	zhCodeWords     = []string{"验证码", "密码", "编号", "工号", "单号", "尾号", "邮编", "代码", "编码", "序列号", "航班", "车次", "车牌"}
-	zhDurationWords = []string{"剩余", "还剩", "剩下", "计时", "用时", "耗时", "时长", "持续"}
+	zhDurationWords = []string{"剩余", "还剩", "剩下", "剩余时间", "计时", "用时", "耗时", "时长", "持续"}
 )
 
 // zhBetweenNumbers is how a symbol between two numbers is read.
