@@ -76,9 +76,28 @@ func normalizeMandarin(line string) string {
 	z := zhReader{rs: asciiDigits([]rune(line)), lastNum: -1}
 	z.out = make([]rune, 0, len(z.rs)*2)
 	for i := 0; i < len(z.rs); {
-		i = z.step(i)
+		before := len(z.out)
+		j := z.step(i)
+		if z.opensTag(before) && !(j == i+1 && z.out[before] == z.rs[i]) {
+			// "<&x>" must not become the tag "<和x>" that a second pass would strip
+			z.out = append(z.out[:before], append([]rune{' '}, z.out[before:]...)...)
+		}
+		i = j
 	}
 	return string(z.out)
+}
+
+// opensTag reports whether what was written from out[at] on starts with
+// a letter right after "<" or "</": text Normalize would take for a tag.
+func (z *zhReader) opensTag(at int) bool {
+	if at >= len(z.out) || !unicode.IsLetter(z.out[at]) || at == 0 {
+		return false
+	}
+	p := z.out[at-1]
+	if (p == '/' || p == '!' || p == '?') && at >= 2 {
+		p = z.out[at-2]
+	}
+	return p == '<'
 }
 
 // hasMandarinRule reports whether any rule can apply to s: every rule
