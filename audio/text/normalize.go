@@ -104,9 +104,9 @@ func Normalize(s string, opts *NormalizeOptions) (string, error) {
 		default:
 			line = ungroupDigits(line, lang)
 		}
-		// A rule may leave what reads as a block marker now ("##5" is "#
-		// number five"): the line must come back the same next time.
-		if line = stripBlockPrefix(tidySpaces(line)); line == "" {
+		// A rule may leave what reads as Markdown now ("##5" is "# number
+		// five", a heading): the line must come back the same next time.
+		if line = stripMarkdownLine(tidySpaces(line)); line == "" {
 			continue // a rule or fence line, or only emoji: no empty sentence
 		}
 		if b.Len() > 0 {

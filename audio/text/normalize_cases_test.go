@@ -10,4 +10,4 @@ type normCase struct {
 // englishCasesForFuzz and mandarinCasesForFuzz seed FuzzNormalize with the
 // language tables.
 func englishCasesForFuzz() []normCase  { return englishCases }
-func mandarinCasesForFuzz() []normCase { return nil }
+func mandarinCasesForFuzz() []normCase { return mandarinCases }

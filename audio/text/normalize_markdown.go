@@ -35,11 +35,19 @@ func stripMarkdownLine(line string) string {
 	if t == "" || strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") || isThematicBreak(t) || isTableRule(t) {
 		return ""
 	}
-	t = stripBlockPrefix(t)
-	if strings.HasPrefix(t, "|") || strings.Count(t, "|") >= 2 {
-		t = tableCells(t)
+	// Until nothing changes: removing one marker can make another ("#~~"
+	// is "#", a heading, once the strike-through goes; a table's one cell
+	// may be a bullet). Each round removes characters or pipes, so it ends.
+	for {
+		before := t
+		t = stripBlockPrefix(t)
+		if strings.HasPrefix(t, "|") || strings.Count(t, "|") >= 2 {
+			t = tableCells(t)
+		}
+		if t = strings.TrimSpace(stripInline(t)); t == before {
+			return t
+		}
 	}
-	return stripInline(t)
 }
 
 // isThematicBreak reports a line of three or more '-', '*' or '_' (and
