@@ -58,6 +58,14 @@ func (c *wyomingClient) next() wyoming.Event {
 // samples, as Home Assistant reads them.
 func (c *wyomingClient) speak(text string) (rate int, samples int) {
 	c.t.Helper()
+	rate, pcm := c.audio(text)
+	return rate, len(pcm) / 2
+}
+
+// audio sends a one-shot synthesize and returns the audio format and its
+// bytes.
+func (c *wyomingClient) audio(text string) (rate int, pcm []byte) {
+	c.t.Helper()
 	c.send("synthesize", map[string]any{"text": text, "voice": map[string]string{"name": demo.Name}})
 	for {
 		e := c.next()
@@ -70,9 +78,9 @@ func (c *wyomingClient) speak(text string) (rate int, samples int) {
 			}
 			rate = f.Rate
 		case "audio-chunk":
-			samples += len(e.Payload) / 2
+			pcm = append(pcm, e.Payload...)
 		case "audio-stop":
-			return rate, samples
+			return rate, pcm
 		case "error":
 			c.t.Fatalf("error event %s", e.Data)
 		}
