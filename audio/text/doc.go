@@ -4,6 +4,9 @@
 // The stages are separate so that the daemon can look up the phrase cache by
 // sentence before paying for phonemization:
 //
+//   - [Normalize] reads the text as a person would: Markdown removed, emoji
+//     dropped or named, and (English, Mandarin) numbers, units, times, dates,
+//     money and symbols written out in words.
 //   - [Split] cuts a request into sentences (Latin and CJK punctuation,
 //     abbreviations, numbers, URLs, newlines) and enforces the request and
 //     sentence size limits.
