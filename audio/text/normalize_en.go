@@ -80,6 +80,11 @@ type enReader struct {
 	out      strings.Builder
 	qEnd     int
 	timeUnit bool
+	glued    bool // see write
+	// The last abbreviation expanded: its tokens, and whether its
+	// expansion is capitalized (Doctor, Street, Monday).
+	wordStart, wordEnd int
+	wordCap            bool
 }
 
 // normalizeEnglish rewrites one line for an English voice: numbers, units,
@@ -87,7 +92,7 @@ type enReader struct {
 // comment at the top of this file.
 func normalizeEnglish(line string) string {
 	rs := englishDigits([]rune(line))
-	r := enReader{rs: rs, toks: tokenizeEnglish(rs), qEnd: -1}
+	r := enReader{rs: rs, toks: tokenizeEnglish(rs), qEnd: -1, wordEnd: -1}
 	r.out.Grow(len(line) + len(line)/2)
 	for k := 0; k < len(r.toks); {
 		n := r.rule(k)
@@ -230,14 +235,16 @@ func (r *enReader) nextWord(k int) string {
 	return ""
 }
 
-// atStart reports whether token k starts a chunk: the line or a space is
-// before it, or an opening bracket or quote.
+// atStart reports whether token k starts a chunk: the line, a space or a
+// symbol that cannot be part of an address is before it. (A rule that
+// turns that symbol into words must not make a chunk where there was
+// none: "&0.ie" reads the same twice.)
 func (r *enReader) atStart(k int) bool {
 	switch r.kind(k - 1) {
-	case tokNone, tokSpace:
-		return true
+	case tokNone, tokSpace, tokNum:
+		return true // after a number too: "5light.x" is read as "5 light.x" is
 	case tokSym:
-		return strings.ContainsRune("([{<\"'“‘«", r.first(k-1))
+		return !strings.ContainsRune(".-_@:/+%=~'’", r.first(k-1))
 	}
 	return false
 }
@@ -263,7 +270,20 @@ func (r *enReader) tokAt(from, p int) int {
 	return -1
 }
 
-func (r *enReader) write(s string) { r.out.WriteString(s) }
+// write writes a reading. The first one a rule writes after an address
+// mark (".", ":", "/", "_") copied as it was gets a space before
+// it: read without one, its words would join the mark into an address
+// the second time that was none the first ("A@A.+0" would become
+// "A@A.plus zero", an e-mail address).
+func (r *enReader) write(s string) {
+	if r.glued {
+		r.glued = false
+		if s != "" && s[0] != ' ' {
+			r.out.WriteByte(' ')
+		}
+	}
+	r.out.WriteString(s)
+}
 
 // copy writes tokens [from, to) as they are.
 func (r *enReader) copy(from, to int) {
@@ -278,7 +298,9 @@ func (r *enReader) copy(from, to int) {
 // rule applies the first rule that matches at token k and returns the
 // number of tokens it consumed, 0 when none matched.
 func (r *enReader) rule(k int) int {
-	if r.atStart(k) && r.kind(k) != tokSpace {
+	r.glued = r.kind(k-1) == tokSym && strings.ContainsRune(".:/_", r.first(k-1))
+	defer func() { r.glued = false }()
+	if (r.atStart(k) || r.qEnd == k) && r.kind(k) != tokSpace {
 		if n := r.readChunk(k); n > 0 {
 			return n
 		}
@@ -287,7 +309,14 @@ func (r *enReader) rule(k int) int {
 	case tokNum:
 		return r.readNumber(k)
 	case tokWord:
-		return r.readWord(k)
+		n := r.readWord(k)
+		if n > 0 && (r.kind(k+n) == tokWord || r.kind(k+n) == tokNum) {
+			r.write(" ") // "Dr.5" is "Doctor five"
+		}
+		if n > 0 {
+			r.wordStart, r.wordEnd, r.wordCap = k, k+n, r.isCapitalized(k)
+		}
+		return n
 	case tokSym:
 		return r.readSymbol(k)
 	}
@@ -321,5 +350,10 @@ func (r *enReader) startsSentence(k int) bool {
 	if r.kind(j) != tokSpace {
 		return false
 	}
-	return r.kind(j-1) == tokSym && strings.ContainsRune(".!?…:", r.first(j-1))
+	if r.sym(j-1, '.') {
+		// Split's own judgement, so that "St. A" (not a sentence end)
+		// reads as "Saint A" does once the period is gone.
+		return periodEndsSentence(r.rs, 0, r.runeAt(j-1))
+	}
+	return r.kind(j-1) == tokSym && strings.ContainsRune("!?…:", r.first(j-1))
 }

@@ -57,6 +57,9 @@ func (r *enReader) readNumber(k int) int {
 		}
 	}
 	r.qEnd = k + n
+	if r.kind(k+n) == tokWord || r.kind(k+n) == tokNum || r.sym(k+n, '@') {
+		r.write(" ") // "3D", "0:10ie": letters after a reading start a word
+	}
 	return n
 }
 
@@ -89,7 +92,7 @@ func (r *enReader) parseAmount(k int, spaceGroups bool) enAmount {
 				a.end += 2
 			}
 			a.digits, a.grouped = b.String(), true
-		case spaceGroups && r.kind(a.end) == tokSpace && r.spaceGroup(a.end+1) && !r.isNum(k-2):
+		case spaceGroups && a.digits[0] != '0' && r.kind(a.end) == tokSpace && r.spaceGroup(a.end+1) && !r.isNum(k-2):
 			var b strings.Builder
 			b.WriteString(a.digits)
 			for r.kind(a.end) == tokSpace && r.spaceGroup(a.end+1) {
@@ -754,6 +757,9 @@ func (r *enReader) readMoney(k int) int {
 	r.write(moneyWords(a, cur, scale))
 	end = r.perUnit(end)
 	r.qEnd = end
+	if r.kind(end) == tokWord || r.kind(end) == tokNum {
+		r.write(" ")
+	}
 	return end - k
 }
 

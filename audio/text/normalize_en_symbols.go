@@ -19,7 +19,7 @@ func (r *enReader) readWord(k int) int {
 		}
 	case "e", "i":
 		second := map[string]string{"e": "g", "i": "e"}[strings.ToLower(w)]
-		if r.atStart(k) && r.sym(k+1, '.') && r.kind(k+2) == tokWord && r.lower(k+2) == second {
+		if r.kind(k-1) != tokWord && r.sym(k+1, '.') && r.kind(k+2) == tokWord && r.lower(k+2) == second {
 			n := 3
 			if r.sym(k+3, '.') {
 				n = 4
@@ -78,9 +78,17 @@ func (r *enReader) readTitleOrStreet(k int) int {
 		after = k + 2
 	}
 	nextName := r.kind(after) == tokSpace && r.isCapitalized(after+1)
-	prevName := r.kind(k-1) == tokSpace &&
-		(r.isCapitalized(k-2) && !r.startsSentence(k-2) || r.isNum(k-2) ||
-			r.kind(k-2) == tokWord && r.isNum(k-3) && isOrdinalSuffix(r.lower(k-2)))
+	// The word before, one space back, or a number right before it (read
+	// with a space after it: "5St" is "five Street").
+	j := k - 1
+	if r.kind(j) == tokSpace {
+		j--
+	}
+	// Right after an expanded abbreviation ("Dr.Dr"), that expansion is
+	// the capitalized word before, as the second reading will see it.
+	prevName := r.isNum(j) || r.kind(j) == tokWord && r.isNum(j-1) && isOrdinalSuffix(r.lower(j)) ||
+		j == k-2 && r.isCapitalized(j) && !r.startsSentence(j) ||
+		(r.wordEnd == k || r.wordEnd == k-1 && r.kind(k-1) == tokSpace) && r.wordCap && !r.startsSentence(r.wordStart)
 	if !dot && !nextName && !prevName {
 		return 0
 	}
@@ -194,13 +202,13 @@ func (r *enReader) readSymbol(k int) int {
 		r.write(" degrees Fahrenheit ")
 		return 1
 	case '@':
-		if r.kind(k-1) == tokSpace && r.kind(k+1) == tokSpace {
-			r.write("at")
-			return 1
+		if (r.spaceLike(k-1) || r.qEnd == k) && (r.spaceLike(k+1) || r.isNum(k+1) || isEnCurrency(r.first(k+1)) && r.isNum(k+2)) {
+			r.write(" at ")
+			return 1 + r.readChunk(k+1) // read a second time, it starts a chunk
 		}
 	case '=':
-		if r.kind(k-1) == tokSpace && r.kind(k+1) == tokSpace {
-			r.write("equals")
+		if r.spaceLike(k-1) && r.spaceLike(k+1) {
+			r.write(" equals ")
 			return 1
 		}
 	case '*':
@@ -214,6 +222,14 @@ func (r *enReader) readSymbol(k int) int {
 			r.write("point " + spellDigits(r.str(k+1), "zero"))
 			r.qEnd = k + 2
 			return 2
+		}
+		// A reading that ends in letters, a period and a top-level domain
+		// ("5$.com"): the second reading would see "dollars.com".
+		if r.qEnd == k && r.kind(k+1) == tokWord {
+			if rest, end := r.addressAt(k + 1); end > k+1 && isDomain("x."+rest) {
+				r.write(" dot " + urlWords(rest))
+				return end - k
+			}
 		}
 	}
 	switch {
@@ -234,6 +250,22 @@ func (r *enReader) readSymbol(k int) int {
 		return 1
 	}
 	return 0
+}
+
+// spaceLike reports whether token k reads as a space: a space, either
+// end of the line, or a symbol that is always read with spaces around it
+// ("&" is " and "). Rules that look for spaces around an operator use it,
+// so that their second reading sees what the first one saw.
+func (r *enReader) spaceLike(k int) bool {
+	switch r.kind(k) {
+	case tokNone, tokSpace:
+		return true
+	case tokSym:
+		c := r.first(k)
+		return strings.ContainsRune("&≈±×°℃℉−", c) || isEnVulgar(c) || isEnSuperscript(c) || isEnSubscript(c) ||
+			c == '#' && r.isNum(k+1)
+	}
+	return false
 }
 
 // afterQuantity reports whether a number was read just before token k,
@@ -278,8 +310,8 @@ func (r *enReader) readPlus(k int) int {
 		r.write("plus ")
 		return 1
 	}
-	if r.kind(k-1) == tokSpace && r.kind(k+1) == tokSpace {
-		r.write("plus")
+	if r.spaceLike(k-1) && r.spaceLike(k+1) {
+		r.write(" plus ")
 		return 1
 	}
 	return 0

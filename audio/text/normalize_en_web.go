@@ -11,40 +11,66 @@ import (
 // punctuation at its end.
 
 // readChunk reads the chunk that starts at token k, if it is one of the
-// above, and returns the tokens it consumed.
+// above, and returns the tokens it consumed. A URL with its scheme (or
+// "www.") runs to the next space; the other kinds end at the first
+// character they cannot hold, so that "x.es#5" reads "x dot es number
+// five" on the first reading as on the second.
 func (r *enReader) readChunk(k int) int {
 	p := r.runeAt(k)
-	e := p
-	marks := false
-	for e < len(r.rs) && r.rs[e] != ' ' {
-		if c := r.rs[e]; c == '.' || c == '@' || c == ':' {
-			marks = true
-		}
-		e++
-	}
-	if !marks {
-		return 0
-	}
-	for e > p && strings.ContainsRune(".,;:!?)]}>'\"”’", r.rs[e-1]) {
-		e--
-	}
-	if e-p < 3 {
-		return 0
-	}
+	e := r.addressEnd(p)
 	chunk := string(r.rs[p:e])
-	var words string
-	switch {
-	case enHasPrefixFold(chunk, "http://"), enHasPrefixFold(chunk, "https://"), enHasPrefixFold(chunk, "www."):
-		words = urlWords(chunk)
-	case isEmail(chunk):
-		at := strings.IndexByte(chunk, '@')
-		words = addressWords(chunk[:at]) + " at " + addressWords(chunk[at+1:])
-	case isEntityID(chunk):
-		words = entityWords(chunk)
-	case isDomain(chunk):
-		words = urlWords(chunk)
-	default:
+	if !strings.ContainsAny(chunk, ".@:") && !strings.ContainsAny(string(r.rs[e:min(e+1, len(r.rs))]), ".:") {
 		return 0
+	}
+	var words string
+	head := string(r.rs[p:min(p+8, len(r.rs))])
+	if enHasPrefixFold(head, "http://") || enHasPrefixFold(head, "https://") || enHasPrefixFold(head, "www.") {
+		e = p
+		for e < len(r.rs) && r.rs[e] != ' ' {
+			e++
+		}
+		for e > p && strings.ContainsRune(".,;:!?)]}>'\"”’", r.rs[e-1]) {
+			e--
+		}
+		words = urlWords(string(r.rs[p:e]))
+	} else {
+		for e > p && strings.ContainsRune(".:/-_@%+", r.rs[e-1]) {
+			e--
+		}
+		chunk = string(r.rs[p:e])
+		// An entity id ends where its characters end: "sensor.a1B".
+		ee, dots := p, 0
+		for ee < e && (r.rs[ee] >= 'a' && r.rs[ee] <= 'z' || r.rs[ee] >= '0' && r.rs[ee] <= '9' || r.rs[ee] == '_' || r.rs[ee] == '.' && dots == 0) {
+			if r.rs[ee] == '.' {
+				dots++
+			}
+			ee++
+		}
+		for ee > p && (r.rs[ee-1] == '.' || r.rs[ee-1] == '_') {
+			ee--
+		}
+		entity := false
+		switch id := string(r.rs[p:ee]); {
+		case len(chunk) < 3:
+			return 0
+		case isEmail(r.emailAt(p, e)):
+			mail := r.emailAt(p, e)
+			at := strings.IndexByte(mail, '@')
+			words, e = addressWords(mail[:at])+" at "+addressWords(mail[at+1:]), p+len([]rune(mail))
+		case isEntityID(id):
+			words, e, entity = entityWords(id), ee, true
+		case isDomain(r.hostAt(p, e)):
+			host := r.hostAt(p, e)
+			words, e = urlWords(host), p+len([]rune(host))
+		default:
+			return 0
+		}
+		// What follows must not continue an address: "0@0.A@0.A" is not
+		// read as "0@0.A" and the rest, which would read differently the
+		// second time.
+		if !entity && e < len(r.rs) && (r.rs[e] == '@' || r.rs[e] == '.' && e+1 < len(r.rs) && unicode.IsLetter(r.rs[e+1])) {
+			return 0
+		}
 	}
 	end := r.tokAt(k, e)
 	if end <= k {
@@ -54,8 +80,92 @@ func (r *enReader) readChunk(k int) int {
 	return end - k
 }
 
+// addressAt is the address-like run of characters at token k, less the
+// punctuation at its end, and the token past it (k when there is none).
+func (r *enReader) addressAt(k int) (string, int) {
+	p := r.runeAt(k)
+	e := r.addressEnd(p)
+	for e > p && strings.ContainsRune(".:/-_@%+", r.rs[e-1]) {
+		e--
+	}
+	end := r.tokAt(k, e)
+	if end < k {
+		return "", k
+	}
+	return string(r.rs[p:e]), end
+}
+
+// emailAt is the part of rs[p:e] an e-mail address can hold: the name,
+// "@" and a domain of letters, digits, "-" and ".".
+func (r *enReader) emailAt(p, e int) string {
+	at := p
+	for at < e && r.rs[at] != '@' {
+		at++
+	}
+	if at >= e {
+		return ""
+	}
+	h := at + 1
+	for h < e && (isEnAlnum(r.rs[h]) || r.rs[h] == '-' || r.rs[h] == '.') {
+		h++
+	}
+	for h > at+1 && (r.rs[h-1] == '.' || r.rs[h-1] == '-') {
+		h--
+	}
+	return string(r.rs[p:h])
+}
+
+// hostAt is the part of rs[p:e] a host name with its port and path can
+// hold: labels of letters, digits and "-", a port of digits, a path,
+// less the punctuation at its end.
+func (r *enReader) hostAt(p, e int) string {
+	h := p
+	for h < e && (isEnAlnum(r.rs[h]) || r.rs[h] == '-' || r.rs[h] == '.') {
+		h++
+	}
+	if h < e && r.rs[h] == ':' { // a port: digits alone
+		d := h + 1
+		for d < e && r.rs[d] >= '0' && r.rs[d] <= '9' {
+			d++
+		}
+		if d > h+1 && (d == e || !isEnAlnum(r.rs[d])) {
+			h = d
+		}
+	}
+	if h < e && r.rs[h] == '/' {
+		for h < e && (isEnAlnum(r.rs[h]) || strings.ContainsRune("-._/", r.rs[h])) {
+			h++
+		}
+	}
+	for h > p && strings.ContainsRune(".:/-_", r.rs[h-1]) {
+		h--
+	}
+	return string(r.rs[p:h])
+}
+
+// addressEnd is the end of the run of address characters from rune p. A
+// period before a digit ends it: the digits are read as a number, with a
+// space after the period ("x.dk.0" is "x dot dk. zero"), so a second
+// reading must not take them for part of the address either.
+func (r *enReader) addressEnd(p int) int {
+	e := p
+	for e < len(r.rs) && isAddressRune(r.rs[e]) {
+		if r.rs[e] == '.' && e+1 < len(r.rs) && r.rs[e+1] >= '0' && r.rs[e+1] <= '9' && e > p {
+			break
+		}
+		e++
+	}
+	return e
+}
+
+// isAddressRune reports the characters of e-mail addresses, host names
+// with their port and path, and entity ids.
+func isAddressRune(c rune) bool {
+	return isEnAlnum(c) || strings.ContainsRune(".:/-_@%+", c)
+}
+
 func enHasPrefixFold(s, prefix string) bool {
-	return len(s) > len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // urlWords reads a URL as a person says it: no scheme, no "www.", no
@@ -94,7 +204,30 @@ func addressWords(s string) string {
 			b.WriteByte(c)
 		}
 	}
-	return strings.Join(strings.Fields(b.String()), " ")
+	words := strings.Fields(b.String())
+	for i, w := range words {
+		words[i] = addressWord(w)
+	}
+	return strings.Join(words, " ")
+}
+
+// addressWord expands the words of an address that the word rules would
+// expand on a second reading ("vs", "approx", "Dr", "St"), so that the
+// reading of an address is read the same way again.
+func addressWord(w string) string {
+	switch w {
+	case "Dr", "DR":
+		return "Doctor"
+	case "St", "ST":
+		return "Street"
+	}
+	switch strings.ToLower(w) {
+	case "vs":
+		return matchCase(w, "versus")
+	case "approx":
+		return matchCase(w, "approximately")
+	}
+	return w
 }
 
 var addressMarks = [256]string{
@@ -114,13 +247,21 @@ func isEmail(s string) bool {
 			return false
 		}
 	}
-	dot := strings.LastIndexByte(domain, '.')
-	if dot <= 0 || dot == len(domain)-1 {
+	if strings.IndexFunc(local, isEnAlnum) < 0 {
 		return false
 	}
-	for _, c := range domain {
-		if !(isEnAlnum(c) || c == '-' || c == '.') {
+	labels := strings.Split(domain, ".")
+	if len(labels) < 2 {
+		return false
+	}
+	for _, l := range labels {
+		if strings.IndexFunc(l, isEnAlnum) < 0 {
 			return false
+		}
+		for _, c := range l {
+			if !isEnAlnum(c) && c != '-' {
+				return false
+			}
 		}
 	}
 	return true
@@ -142,7 +283,14 @@ func isDomain(s string) bool {
 		host = host[:i]
 	}
 	labels := strings.Split(host, ".")
-	if len(labels) < 2 || !topLevelDomains[strings.ToLower(labels[len(labels)-1])] {
+	// Digits after the top-level label do not hide it: once read,
+	// "0.es0" is "zero.es zero". (Digits before it are read apart from
+	// the period, see gluedToAddress.)
+	tld := labels[len(labels)-1]
+	if i := strings.IndexAny(tld, "0123456789"); i >= 0 {
+		tld = tld[:i]
+	}
+	if len(labels) < 2 || !topLevelDomains[strings.ToLower(tld)] {
 		return false
 	}
 	for _, l := range labels {
@@ -155,7 +303,9 @@ func isDomain(s string) bool {
 			}
 		}
 	}
-	return strings.IndexFunc(labels[0], unicode.IsLetter) >= 0
+	// A label may be all digits: once read, "0.ie" is "zero.ie", which
+	// would be a domain the second time.
+	return true
 }
 
 // topLevelDomains that mark a bare host name. Words that end sentences
@@ -201,7 +351,7 @@ func entityWords(s string) string {
 					piece = cardinalWords(piece)
 				}
 			}
-			words = append(words, piece)
+			words = append(words, addressWord(piece))
 			part = part[i:]
 		}
 	}
