@@ -46,10 +46,14 @@ func (r *enReader) readChunk(k int) int {
 			}
 			ee++
 		}
+		if ee < e && unicode.IsLetter(r.rs[ee]) {
+			for ee > p && unicode.IsLetter(r.rs[ee-1]) {
+				ee-- // "sensor.a1aA": the id ends before the word it ran into
+			}
+		}
 		for ee > p && (r.rs[ee-1] == '.' || r.rs[ee-1] == '_') {
 			ee--
 		}
-		entity := false
 		switch id := string(r.rs[p:ee]); {
 		case len(chunk) < 3:
 			return 0
@@ -58,17 +62,11 @@ func (r *enReader) readChunk(k int) int {
 			at := strings.IndexByte(mail, '@')
 			words, e = addressWords(mail[:at])+" at "+addressWords(mail[at+1:]), p+len([]rune(mail))
 		case isEntityID(id):
-			words, e, entity = entityWords(id), ee, true
+			words, e = entityWords(id), ee
 		case isDomain(r.hostAt(p, e)):
 			host := r.hostAt(p, e)
 			words, e = urlWords(host), p+len([]rune(host))
 		default:
-			return 0
-		}
-		// What follows must not continue an address: "0@0.A@0.A" is not
-		// read as "0@0.A" and the rest, which would read differently the
-		// second time.
-		if !entity && e < len(r.rs) && (r.rs[e] == '@' || r.rs[e] == '.' && e+1 < len(r.rs) && unicode.IsLetter(r.rs[e+1])) {
 			return 0
 		}
 	}
@@ -77,6 +75,10 @@ func (r *enReader) readChunk(k int) int {
 		return 0
 	}
 	r.write(words)
+	if r.kind(end) == tokWord || r.kind(end) == tokNum {
+		r.write(" ")
+	}
+	r.qEnd = end // an "@" right after it is read "at"
 	return end - k
 }
 
