@@ -19,6 +19,11 @@ const voiceUsage = `Usage:
   mynah voice demo [--kind piper|cloning|style] --out DIR
                                build a demo voice (deterministic, ~robotic)
   mynah voice info PATH        describe the Piper voice at PATH
+  mynah voice install NAME|ALIAS|LANGUAGE|URL [--quality medium]
+                               download a Piper voice from the catalog (or a URL)
+  mynah voice list [--available] [--language en_US]
+                               list the installed voices (and the catalog's)
+  mynah voice remove NAME      remove an installed voice
 `
 
 func runVoice(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -31,6 +36,12 @@ func runVoice(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runVoiceDemo(args[1:], stdout, stderr)
 	case "info":
 		return runVoiceInfo(args[1:], stdout, stderr)
+	case "install":
+		return runVoiceInstall(ctx, args[1:], stdout, stderr)
+	case "list":
+		return runVoiceList(ctx, args[1:], stdout, stderr)
+	case "remove":
+		return runVoiceRemove(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stderr, voiceUsage)
 		return nil

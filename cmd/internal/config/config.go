@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mynah-tts/mynah/audio/engine"
+	"github.com/mynah-tts/mynah/audio/voice/catalog"
 	"github.com/mynah-tts/mynah/cache"
 	"github.com/mynah-tts/mynah/daemon/wyoming"
 	"github.com/mynah-tts/mynah/quant/ort"
@@ -192,6 +193,15 @@ type Voices struct {
 	// new ones are offered, changed ones loaded anew on their next use.
 	// Default true; false leaves it to mynah/<node>/voices/reload.
 	Watch bool `yaml:"watch"`
+	// CatalogURL is the Piper voice catalog (a voices.json) that mynah
+	// voice install and list --available read: http(s):// or
+	// file:///path for an offline copy. Default the Piper voices
+	// collection at a pinned release (catalog.DefaultCatalogURL).
+	CatalogURL string `yaml:"catalog_url"`
+	// DownloadURL is the base URL the catalog's file paths are fetched
+	// from: the collection, a mirror, or file:///dir. Default the
+	// collection's release (catalog.DefaultDownloadURL).
+	DownloadURL string `yaml:"download_url"`
 }
 
 // Sessions is the voices.sessions section: loaded voices (ONNX
@@ -374,10 +384,12 @@ func Default() Config {
 			EmbeddedListen:  "127.0.0.1:1883",
 		},
 		Voices: Voices{
-			Dir:        "/var/lib/mynah/voices",
-			Precision:  "auto",
-			Precisions: map[string]string{},
-			Watch:      true,
+			Dir:         "/var/lib/mynah/voices",
+			Precision:   "auto",
+			Precisions:  map[string]string{},
+			Watch:       true,
+			CatalogURL:  catalog.DefaultCatalogURL,
+			DownloadURL: catalog.DefaultDownloadURL,
 			Sessions: Sessions{
 				MaxCount:      engine.DefaultMaxSessions,
 				Preload:       []string{},

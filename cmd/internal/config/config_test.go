@@ -55,6 +55,12 @@ func TestValidate(t *testing.T) {
 		{"mqtt.broker", func(c *Config) { c.MQTT.Broker = "tcp://host:1883\x00" }},
 		{"mqtt.username", func(c *Config) { c.MQTT.Username = "a\nb" }},
 		{"voices.precision", func(c *Config) { c.Voices.Precision = "int4" }},
+		{"voices.catalog_url", func(c *Config) { c.Voices.CatalogURL = "" }},
+		{"voices.catalog_url", func(c *Config) { c.Voices.CatalogURL = "ftp://mirror/voices.json" }},
+		{"voices.catalog_url", func(c *Config) { c.Voices.CatalogURL = "file://nas/voices.json" }},
+		{"voices.catalog_url", func(c *Config) { c.Voices.CatalogURL = "https:///voices.json" }},
+		{"voices.download_url", func(c *Config) { c.Voices.DownloadURL = "file:relative/dir" }},
+		{"voices.download_url", func(c *Config) { c.Voices.DownloadURL = "http://mirror/\x00" }},
 		{"voices.precisions.kitchen", func(c *Config) { c.Voices.Precisions = map[string]string{"kitchen": "half"} }},
 		{"voices.precisions", func(c *Config) { c.Voices.Precisions = map[string]string{"../x": "fp16"} }},
 		{"cache.max_speakers", func(c *Config) { c.Cache.MaxSpeakers = 0 }},
@@ -173,6 +179,12 @@ func TestValidateAccepts(t *testing.T) {
 		func(c *Config) { c.MQTT.DiscoveryPrefix = "ha/discovery" },
 		func(c *Config) { c.Node = "living-room_2"; c.MQTT.ClientID = "speaker-42" },
 		func(c *Config) { c.Voices.Default = "en_US-lessac-medium" },
+		func(c *Config) {
+			c.Voices.CatalogURL, c.Voices.DownloadURL = "file:///srv/piper-voices/voices.json", "file:///srv/piper-voices/"
+		},
+		func(c *Config) {
+			c.Voices.CatalogURL, c.Voices.DownloadURL = "http://mirror.lan:8080/piper/voices.json", "http://mirror.lan:8080/piper/"
+		},
 		func(c *Config) { c.ONNX.Provider, c.ONNX.Threads = "tensorrt", 2 },
 		func(c *Config) {
 			// The default voice, named or not, counts once.

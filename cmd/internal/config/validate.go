@@ -95,6 +95,10 @@ func (c Config) Validate() error {
 		checkPrecision("voices.precisions."+name, c.Voices.Precisions[name])
 	}
 
+	for field, u := range map[string]string{"voices.catalog_url": c.Voices.CatalogURL, "voices.download_url": c.Voices.DownloadURL} {
+		checkSourceURL(bad, field, u)
+	}
+
 	checkPath(bad, "onnx.library", c.ONNX.Library)
 	checkPath(bad, "onnx.optimized_dir", c.ONNX.OptimizedDir)
 	if c.ONNX.OptimizedDir != "" && !filepath.IsAbs(c.ONNX.OptimizedDir) {
@@ -418,5 +422,29 @@ func (a Announce) validate(bad func(field, format string, args ...any)) {
 		case !slices.Contains(builtinChimes, name) && a.Chimes[name] == "":
 			bad("announce.priority."+p, "%q is neither built in (%s) nor in announce.chimes", name, strings.Join(builtinChimes, ", "))
 		}
+	}
+}
+
+// checkSourceURL checks a voices.catalog_url or download_url: http(s)://
+// with a host, or file:///absolute/path.
+func checkSourceURL(bad func(field, format string, args ...any), field, s string) {
+	u, err := url.Parse(s)
+	switch {
+	case s == "":
+		bad(field, "must not be empty")
+	case len(s) > maxPathLen || strings.ContainsFunc(s, isControl):
+		bad(field, "not a URL (at most %d printable characters)", maxPathLen)
+	case err != nil:
+		bad(field, "not a URL: %v", err)
+	case u.Scheme == "http" || u.Scheme == "https":
+		if u.Host == "" {
+			bad(field, "%q has no host", s)
+		}
+	case u.Scheme == "file":
+		if (u.Host != "" && u.Host != "localhost") || !strings.HasPrefix(u.Path, "/") {
+			bad(field, "%q: a file URL names an absolute local path, file:///srv/piper-voices/", s)
+		}
+	default:
+		bad(field, "%q: want http://, https:// or file:///", s)
 	}
 }
