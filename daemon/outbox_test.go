@@ -97,6 +97,10 @@ func TestTerminalEventWaitsForTheBroker(t *testing.T) {
 		t.Fatalf("%d spool records, want 1 (the answer only)", n)
 	}
 	waitFor(t, "the queued event dropped", func() bool { return h.d.Snapshot().Counters.EventsDropped >= 1 })
+	// The answer is spooled before its first publish is tried: wait for
+	// that try to fail (queued, started and finished: three), or the
+	// broker is back before the answer ever missed it.
+	waitFor(t, "the answer's publish failed", func() bool { return h.d.Snapshot().Counters.PublishErrors >= 3 })
 	if ev := h.eventsOf("r1"); len(ev) != 0 {
 		t.Fatalf("published %v while the broker was down", ev)
 	}
