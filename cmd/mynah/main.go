@@ -21,6 +21,9 @@ const usage = `mynah — offline text to speech for small devices
 Usage:
   mynah say [flags] "text"      speak text (or - for standard input)
   mynah text [flags] "text"     show how a voice reads text: words, phonemes, ids
+  mynah voice install NAME      download a Piper voice (key, alias, language or URL), checked
+  mynah voice list [--available] installed voices, and the catalog's
+  mynah voice remove NAME       remove an installed voice
   mynah voice demo --out DIR    build the demo voice into DIR
   mynah voice info PATH         describe a Piper voice
   mynah devices                 list audio output devices
