@@ -85,6 +85,9 @@ type enReader struct {
 	// expansion is capitalized (Doctor, Street, Monday).
 	wordStart, wordEnd int
 	wordCap            bool
+	// spacedEnd is the token past the last rule whose reading ended in
+	// a space ("@" read " at "), for spaceLike.
+	spacedEnd int
 }
 
 // normalizeEnglish rewrites one line for an English voice: numbers, units,
@@ -92,13 +95,15 @@ type enReader struct {
 // comment at the top of this file.
 func normalizeEnglish(line string) string {
 	rs := englishDigits([]rune(line))
-	r := enReader{rs: rs, toks: tokenizeEnglish(rs), qEnd: -1, wordEnd: -1}
+	r := enReader{rs: rs, toks: tokenizeEnglish(rs), qEnd: -1, wordEnd: -1, spacedEnd: -1}
 	r.out.Grow(len(line) + len(line)/2)
 	for k := 0; k < len(r.toks); {
 		n := r.rule(k)
 		if n == 0 {
 			r.copy(k, k+1)
 			n = 1
+		} else if o := r.out.String(); o != "" && o[len(o)-1] == ' ' {
+			r.spacedEnd = k + n
 		}
 		k += n
 	}

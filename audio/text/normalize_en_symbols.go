@@ -202,7 +202,7 @@ func (r *enReader) readSymbol(k int) int {
 		r.write(" degrees Fahrenheit ")
 		return 1
 	case '@':
-		if (r.spaceLike(k-1) || r.qEnd == k) && (r.spaceLike(k+1) || r.isNum(k+1) || isEnCurrency(r.first(k+1)) && r.isNum(k+2)) {
+		if r.qEnd == k || r.spaceLike(k-1) && (r.spaceLike(k+1) || r.isNum(k+1) || isEnCurrency(r.first(k+1)) && r.isNum(k+2)) {
 			r.write(" at ")
 			return 1 + r.readChunk(k+1) // read a second time, it starts a chunk
 		}
@@ -257,6 +257,9 @@ func (r *enReader) readSymbol(k int) int {
 // ("&" is " and "). Rules that look for spaces around an operator use it,
 // so that their second reading sees what the first one saw.
 func (r *enReader) spaceLike(k int) bool {
+	if r.spacedEnd == k+1 && k >= 0 {
+		return true
+	}
 	switch r.kind(k) {
 	case tokNone, tokSpace:
 		return true

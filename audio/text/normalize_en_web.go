@@ -46,7 +46,7 @@ func (r *enReader) readChunk(k int) int {
 			}
 			ee++
 		}
-		if ee < e && unicode.IsLetter(r.rs[ee]) {
+		if ee < len(r.rs) && (unicode.IsLetter(r.rs[ee]) || unicode.IsMark(r.rs[ee])) {
 			for ee > p && unicode.IsLetter(r.rs[ee-1]) {
 				ee-- // "sensor.a1aA": the id ends before the word it ran into
 			}
