@@ -60,6 +60,8 @@ func (d *Daemon) handle(m Message) {
 		d.forget(m.Payload, "")
 	case d.topics.reload:
 		d.reloadVoices(true)
+	case d.topics.install:
+		d.installVoice(m.Payload)
 	default:
 		if isOwner {
 			if err := ValidateName(owner); err != nil {
@@ -113,14 +115,27 @@ func (d *Daemon) say(payload []byte, owner string, redelivered bool, ack func())
 		d.log.Debug("ignoring say during shutdown", "id", r.ID)
 		return
 	}
+	install := false
 	if r.Voice != "" && !slices.Contains(d.voices, r.Voice) {
-		d.emitFailed(r.ID, owner, "", ReasonUnknownVoice, fmt.Errorf("%w %q", ErrUnknownVoice, r.Voice))
-		ack()
-		return
+		if d.opts.Installer == nil || !d.opts.Installer.Installable(r.Voice) {
+			d.emitFailed(r.ID, owner, "", ReasonUnknownVoice, fmt.Errorf("%w %q", ErrUnknownVoice, r.Voice))
+			ack()
+			return
+		}
+		install = true
 	}
 	if err := d.checkChime(&r); err != nil {
 		d.emitFailed(r.ID, owner, "", ReasonBadField, err)
 		ack()
+		return
+	}
+	if install {
+		d.awaitVoiceLocked(r)
+		if r.spool == nil {
+			ack()
+			return
+		}
+		d.spool(&r, payload, ack)
 		return
 	}
 	if !d.pushLocked(r, false) || r.spool == nil {

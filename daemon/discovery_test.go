@@ -203,7 +203,8 @@ func TestSubscriptions(t *testing.T) {
 	h := newHarness(t, nil).start()
 	want := []string{"mynah/test/say", "mynah/test/u/+/say", "mynah/test/stop", "mynah/test/volume/set",
 		"mynah/test/voice/set", "mynah/test/cache/purge", "mynah/test/speaker/enroll", "mynah/test/speaker/forget",
-		"mynah/test/u/+/speaker/enroll", "mynah/test/u/+/speaker/forget", "mynah/test/voices/reload", "homeassistant/status"}
+		"mynah/test/u/+/speaker/enroll", "mynah/test/u/+/speaker/forget", "mynah/test/voices/reload", "mynah/test/voice/install",
+		"homeassistant/status"}
 	if !slices.Equal(h.tr.filters, want) {
 		t.Errorf("filters %v, want %v", h.tr.filters, want)
 	}

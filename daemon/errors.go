@@ -34,6 +34,9 @@ var (
 	// ErrInvalidScope is what PhraseCache.Purge wraps for a scope it does
 	// not understand.
 	ErrInvalidScope = reasoned("invalid purge scope", ReasonBadScope)
+	// ErrVoiceDownloading: a request's voice is still being installed
+	// when its Options.DownloadTimeout ends.
+	ErrVoiceDownloading = reasoned("voice still downloading", ReasonVoiceDownloading)
 	// ErrSpoolFull is what a Spool's Put wraps when the spool holds all
 	// the records it may. Unlike a failing disk it ends by itself: the
 	// state reports the spool available again once the queue has drained

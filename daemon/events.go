@@ -20,6 +20,10 @@ const (
 	EventDone     = "done"     // a control command succeeded (cache/purge, speaker/enroll, speaker/forget)
 	EventWarning  = "warning"  // trouble outside any request (a damaged cache file replaced)
 	EventEvicted  = "evicted"  // a speaker was let go to keep the most recent ones
+	// EventDownloading is news of a voice/install in progress: one file's
+	// bytes so far (Event.Download). Like queued and started it may be
+	// dropped while the broker is slow or away.
+	EventDownloading = "downloading"
 )
 
 // Event is the JSON published on mynah/<node>/event. Times are
@@ -62,6 +66,10 @@ type Event struct {
 	// Speaker names the speaker of a speaker/enroll, speaker/forget or
 	// evicted event.
 	Speaker string `json:"speaker,omitempty"`
+	// Voice names the voice a voice/install installs (done, downloading).
+	Voice string `json:"voice,omitempty"`
+	// Download is a downloading event's progress.
+	Download *InstallProgress `json:"download,omitempty"`
 	// Voices is what a done voices/reload found.
 	Voices *VoiceChanges `json:"voices,omitempty"`
 	// Scope and Removed describe a done cache/purge.

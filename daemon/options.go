@@ -18,6 +18,7 @@ const (
 	DefaultPublishTimeout  = 5 * time.Second
 	DefaultShutdownTimeout = 3 * time.Second
 	DefaultWriteBlock      = 100 * time.Millisecond
+	DefaultDownloadTimeout = 30 * time.Second
 	// MaxQueueSize bounds Options.QueueSize.
 	MaxQueueSize = 10000
 	// maxSilence caps Chunk.Silence so a broken engine cannot hold the
@@ -114,6 +115,14 @@ type Options struct {
 	// (speaker/enroll, speaker/forget). nil: those fail with
 	// not_supported.
 	Speakers SpeakerStore
+	// Installer, when set, installs catalog voices on demand: a say
+	// naming a voice it can install waits up to DownloadTimeout for it,
+	// and voice/install installs one (see install.go). nil: a voice not
+	// installed is unknown_voice, and voice/install fails not_supported.
+	Installer Installer
+	// DownloadTimeout is how long a say waits for its voice to be
+	// installed (default 30 s) before it fails voice_downloading.
+	DownloadTimeout time.Duration
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -148,7 +157,7 @@ func (o *Options) withDefaults() (Options, error) {
 	case out.DefaultVolume != nil && !(*out.DefaultVolume >= 0 && *out.DefaultVolume <= 1):
 		return bad("DefaultVolume %g is outside 0..1", *out.DefaultVolume)
 	case out.DefaultTTL < 0, out.StateInterval < 0, out.DedupeWindow < 0, out.PublishTimeout < 0,
-		out.ShutdownTimeout < 0, out.WriteBlock < 0, out.OutboxSize < 0, out.DedupeIDs < 0:
+		out.ShutdownTimeout < 0, out.WriteBlock < 0, out.OutboxSize < 0, out.DedupeIDs < 0, out.DownloadTimeout < 0:
 		return bad("durations and sizes must not be negative")
 	}
 	if out.DefaultVoice != "" {
@@ -168,6 +177,7 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&out.PublishTimeout, DefaultPublishTimeout)
 	setDefault(&out.ShutdownTimeout, DefaultShutdownTimeout)
 	setDefault(&out.WriteBlock, DefaultWriteBlock)
+	setDefault(&out.DownloadTimeout, DefaultDownloadTimeout)
 	setDefault(&out.Model, "mynahd")
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)

@@ -174,6 +174,13 @@ const (
 	ReasonReenroll       = "reenroll"        // enrolled with another speaker encoder: enroll again
 	ReasonBadAudio       = "bad_audio"       // reference audio not base64, not a valid WAV, or unusable
 	ReasonBusy           = "busy"            // too many enrollments waiting
+	// ReasonVoiceDownloading: the voice is a catalog voice being installed
+	// on demand (Options.Installer) and was not there within
+	// Options.DownloadTimeout; the install goes on, and a request after it
+	// speaks. ReasonDownload: installing a voice failed (no network, a
+	// 404, a checksum mismatch, a full disk, a voice that does not check).
+	ReasonVoiceDownloading = "voice_downloading"
+	ReasonDownload         = "download"
 	// Reasons of warning events. ReasonCacheCorrupt: the cache file was
 	// damaged at start, moved aside and replaced by an empty one.
 	// ReasonSpoolCorrupt: the same of the spool file (what could be read of

@@ -7,7 +7,7 @@ import (
 // topics are the daemon's MQTT topics, fixed at New.
 type topics struct {
 	base, say, ownerPrefix, stop, volume, voice, purge string
-	enroll, forget, reload                             string
+	enroll, forget, reload, install                    string
 	event, state, status, haStatus, discovery          string
 }
 
@@ -18,7 +18,8 @@ func newTopics(node, prefix string) topics {
 		stop: base + "/stop", volume: base + "/volume/set", voice: base + "/voice/set",
 		purge: base + "/cache/purge", event: base + "/event", state: base + "/state",
 		enroll: base + "/speaker/enroll", forget: base + "/speaker/forget", reload: base + "/voices/reload",
-		status: StatusTopic(node), haStatus: prefix + "/status",
+		install: base + "/voice/install",
+		status:  StatusTopic(node), haStatus: prefix + "/status",
 		discovery: DiscoveryTopic(prefix, node),
 	}
 }
@@ -35,7 +36,7 @@ func DiscoveryTopic(prefix, node string) string { return prefix + "/device/" + n
 // birth topic.
 func (t *topics) filters() []string {
 	return []string{t.say, t.ownerPrefix + "+/say", t.stop, t.volume, t.voice, t.purge,
-		t.enroll, t.forget, t.ownerPrefix + "+/speaker/enroll", t.ownerPrefix + "+/speaker/forget", t.reload, t.haStatus}
+		t.enroll, t.forget, t.ownerPrefix + "+/speaker/enroll", t.ownerPrefix + "+/speaker/forget", t.reload, t.install, t.haStatus}
 }
 
 // Commands an owner's topics take: mynah/<node>/u/<owner>/<command>.

@@ -51,6 +51,10 @@ const (
 	CodeEmptyText    = "empty-text"       // a synthesize with nothing but white space
 	CodeTextTooLong  = "text-too-long"    // over MaxTextRunes
 	CodeSynthesis    = "synthesis-failed" // the engine failed
+	// CodeVoiceDownloading: the voice, listed as not installed, is still
+	// being installed; CodeInstallFailed: installing it failed.
+	CodeVoiceDownloading = "voice-downloading"
+	CodeInstallFailed    = "install-failed"
 )
 
 // fallbackRate is the audio-start rate of a one-shot answer that has no
@@ -332,7 +336,7 @@ func (cn *conn) handle(ctx context.Context, ev Event, arrived time.Time) error {
 		if n := utf8.RuneCountInString(d.Text); n > cn.s.o.MaxTextRunes {
 			return refuse(CodeTextTooLong, "text of %d characters is over the limit of %d", n, cn.s.o.MaxTextRunes)
 		}
-		req, err := cn.voice(d.Voice)
+		req, err := cn.voice(ctx, d.Voice)
 		if err != nil {
 			return err
 		}
@@ -364,7 +368,7 @@ func (cn *conn) handle(ctx context.Context, ev Event, arrived time.Time) error {
 		if err := decode(ev, &d); err != nil {
 			return err
 		}
-		req, err := cn.voice(d.Voice)
+		req, err := cn.voice(ctx, d.Voice)
 		if err != nil {
 			return err
 		}
@@ -420,9 +424,10 @@ func decode(ev Event, v any) error {
 
 // voice resolves a request's voice: a name from info, or failing that a
 // voice for a language (en_US and en-US match, en matches either): the
-// default voice when it speaks that language, else the first that does.
-// None is the engine's default voice.
-func (cn *conn) voice(v *voiceData) (speech.Request, error) {
+// default voice when it speaks that language, else the first installed
+// one that does, else the first not installed. None is the engine's
+// default voice. A voice not installed is installed first (install).
+func (cn *conn) voice(ctx context.Context, v *voiceData) (speech.Request, error) {
 	if v == nil || (v.Name == "" && v.Language == "") {
 		return speech.Request{}, nil
 	}
@@ -430,26 +435,50 @@ func (cn *conn) voice(v *voiceData) (speech.Request, error) {
 	if v.Name != "" {
 		for _, vi := range voices {
 			if vi.Name == v.Name {
-				return speech.Request{Voice: vi.Name, Speaker: v.Speaker}, nil
+				return speech.Request{Voice: vi.Name, Speaker: v.Speaker}, cn.install(ctx, vi)
 			}
 		}
 		return speech.Request{}, refuse(CodeUnknownVoice, "no voice %q (describe lists the voices)", v.Name)
 	}
-	match := ""
-	for _, vi := range voices {
-		if slices.ContainsFunc(vi.Languages, func(l string) bool { return sameLanguage(l, v.Language) }) {
-			if vi.Default {
-				return speech.Request{Voice: vi.Name, Speaker: v.Speaker}, nil
-			}
-			if match == "" {
-				match = vi.Name
-			}
+	var match, notInstalled *VoiceInfo
+	for i := range voices {
+		vi := &voices[i]
+		if !slices.ContainsFunc(vi.Languages, func(l string) bool { return sameLanguage(l, v.Language) }) {
+			continue
+		}
+		switch {
+		case vi.Default && !vi.NotInstalled:
+			return speech.Request{Voice: vi.Name, Speaker: v.Speaker}, nil
+		case vi.NotInstalled && notInstalled == nil:
+			notInstalled = vi
+		case !vi.NotInstalled && match == nil:
+			match = vi
 		}
 	}
-	if match != "" {
-		return speech.Request{Voice: match, Speaker: v.Speaker}, nil
+	if match == nil {
+		match = notInstalled
+	}
+	if match != nil {
+		return speech.Request{Voice: match.Name, Speaker: v.Speaker}, cn.install(ctx, *match)
 	}
 	return speech.Request{}, refuse(CodeUnknownVoice, "no voice for language %q", v.Language)
+}
+
+// install installs a voice info lists as not installed, before the
+// request takes a synthesis slot: a download must not hold one.
+func (cn *conn) install(ctx context.Context, vi VoiceInfo) error {
+	in, ok := cn.s.o.Engine.(VoiceInstaller)
+	if !vi.NotInstalled || !ok {
+		return nil
+	}
+	cn.log.Info("installing voice", "voice", vi.Name)
+	if err := in.InstallVoice(ctx, vi.Name); err != nil {
+		if errors.Is(err, ErrVoiceDownloading) {
+			return &requestError{code: CodeVoiceDownloading, err: err}
+		}
+		return &requestError{code: CodeInstallFailed, err: err}
+	}
+	return nil
 }
 
 func sameLanguage(have, want string) bool {

@@ -20,4 +20,7 @@ var (
 	// ErrTruncated: the stream ended inside an event. It comes together
 	// with io.ErrUnexpectedEOF.
 	ErrTruncated = errors.New("truncated wyoming event")
+	// ErrVoiceDownloading is what a VoiceInstaller wraps when the voice
+	// is not installed yet but on its way.
+	ErrVoiceDownloading = errors.New("voice still downloading")
 )

@@ -67,7 +67,7 @@ func infoEvent(version string, voices []VoiceInfo) (Event, error) {
 			Name:        v.Name,
 			Description: v.Description,
 			Attribution: attr,
-			Installed:   true,
+			Installed:   !v.NotInstalled,
 			Languages:   v.Languages,
 		}
 		if tv.Description == "" {

@@ -41,6 +41,21 @@ type VoiceInfo struct {
 	// Default marks the engine's default voice: a request that names only
 	// a language gets it when it speaks that language.
 	Default bool
+	// NotInstalled marks a voice the engine can install on first use (a
+	// catalog voice, as wyoming-piper lists them): info says installed
+	// false, and a request for it waits for VoiceInstaller.InstallVoice
+	// before it takes a synthesis slot. A request that names only a
+	// language gets an installed voice when one speaks it.
+	NotInstalled bool
+}
+
+// VoiceInstaller is an Engine that installs the voices it lists as
+// NotInstalled. InstallVoice returns once the voice can speak, or fails:
+// with an error wrapping ErrVoiceDownloading when the voice is still on
+// its way (the client hears voice-downloading, and may ask again), any
+// other error for an install that failed (install-failed).
+type VoiceInstaller interface {
+	InstallVoice(ctx context.Context, name string) error
 }
 
 // Defaults for Options' zero values.

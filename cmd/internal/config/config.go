@@ -202,6 +202,17 @@ type Voices struct {
 	// from: the collection, a mirror, or file:///dir. Default the
 	// collection's release (catalog.DefaultDownloadURL).
 	DownloadURL string `yaml:"download_url"`
+	// Download lets mynahd install catalog voices itself: a say or
+	// Wyoming request naming a catalog voice that is not installed
+	// starts its install (from CatalogURL and DownloadURL, into Dir),
+	// mynah/<node>/voice/install installs one, and Wyoming's info lists
+	// the catalog's voices as not installed. Default false: nothing
+	// leaves the device unless the user says so.
+	Download bool `yaml:"download"`
+	// DownloadTimeout is how long a request waits for its voice to be
+	// installed before it fails voice_downloading (the install goes on,
+	// so a later request finds the voice): 1s to 10m, default 30s.
+	DownloadTimeout time.Duration `yaml:"download_timeout"`
 }
 
 // Sessions is the voices.sessions section: loaded voices (ONNX
@@ -390,6 +401,8 @@ func Default() Config {
 			Watch:       true,
 			CatalogURL:  catalog.DefaultCatalogURL,
 			DownloadURL: catalog.DefaultDownloadURL,
+			// Matches daemon.DefaultDownloadTimeout.
+			DownloadTimeout: 30 * time.Second,
 			Sessions: Sessions{
 				MaxCount:      engine.DefaultMaxSessions,
 				Preload:       []string{},

@@ -61,6 +61,9 @@ func TestValidate(t *testing.T) {
 		{"voices.catalog_url", func(c *Config) { c.Voices.CatalogURL = "https:///voices.json" }},
 		{"voices.download_url", func(c *Config) { c.Voices.DownloadURL = "file:relative/dir" }},
 		{"voices.download_url", func(c *Config) { c.Voices.DownloadURL = "http://mirror/\x00" }},
+		{"voices.download_timeout", func(c *Config) { c.Voices.DownloadTimeout = 0 }},
+		{"voices.download_timeout", func(c *Config) { c.Voices.DownloadTimeout = 500 * time.Millisecond }},
+		{"voices.download_timeout", func(c *Config) { c.Voices.DownloadTimeout = time.Hour }},
 		{"voices.precisions.kitchen", func(c *Config) { c.Voices.Precisions = map[string]string{"kitchen": "half"} }},
 		{"voices.precisions", func(c *Config) { c.Voices.Precisions = map[string]string{"../x": "fp16"} }},
 		{"cache.max_speakers", func(c *Config) { c.Cache.MaxSpeakers = 0 }},
@@ -185,6 +188,8 @@ func TestValidateAccepts(t *testing.T) {
 		func(c *Config) {
 			c.Voices.CatalogURL, c.Voices.DownloadURL = "http://mirror.lan:8080/piper/voices.json", "http://mirror.lan:8080/piper/"
 		},
+		func(c *Config) { c.Voices.Download, c.Voices.DownloadTimeout = true, 10*time.Minute },
+		func(c *Config) { c.Voices.Download, c.Voices.DownloadTimeout = true, time.Second },
 		func(c *Config) { c.ONNX.Provider, c.ONNX.Threads = "tensorrt", 2 },
 		func(c *Config) {
 			// The default voice, named or not, counts once.

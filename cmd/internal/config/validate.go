@@ -98,6 +98,7 @@ func (c Config) Validate() error {
 	for field, u := range map[string]string{"voices.catalog_url": c.Voices.CatalogURL, "voices.download_url": c.Voices.DownloadURL} {
 		checkSourceURL(bad, field, u)
 	}
+	checkDuration(bad, "voices.download_timeout", c.Voices.DownloadTimeout, time.Second, 10*time.Minute)
 
 	checkPath(bad, "onnx.library", c.ONNX.Library)
 	checkPath(bad, "onnx.optimized_dir", c.ONNX.OptimizedDir)
