@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mynah-tts/mynah/audio/engine"
 	"github.com/mynah-tts/mynah/daemon/wyoming"
 	"github.com/mynah-tts/mynah/systemd"
 	"log/slog"
@@ -47,6 +46,12 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 		return err
 	}
 	defer voices.Close()
+	installer, err := openInstaller(ctx, cfg, voices, log.With("component", "catalog"))
+	if err != nil {
+		return err
+	}
+	// Closed before the engine: a download ends before the voices do.
+	defer installer.Close()
 	if err := voices.PinPhrases(ctx, cfg.Cache.Pinned); err != nil {
 		log.Warn("pinned phrases not cached", "err", err)
 	}
@@ -118,11 +123,14 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 	if st.cache != nil {
 		opts.Speakers = speakerBook{voices}
 	}
+	if installer != nil {
+		opts.Installer, opts.DownloadTimeout = installer, cfg.Voices.DownloadTimeout
+	}
 	// The Wyoming server stops with the daemon, whatever ended it; its
 	// counters go into the daemon's state.
 	wctx, stopWyoming := context.WithCancel(ctx)
 	defer stopWyoming()
-	ws, wyomingDone, err := startWyoming(wctx, cfg.Wyoming, cfg.Node, voices, log)
+	ws, wyomingDone, err := startWyoming(wctx, cfg.Wyoming, cfg.Node, wyomingVoices{voices, installer}, log)
 	if err != nil {
 		return err
 	}
@@ -141,6 +149,9 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 		return err
 	}
 	st.report(d, cfg)
+	if installer != nil {
+		installer.onInstalled(d.ReloadVoices)
+	}
 	// The helpers below end with run, whatever ends it.
 	hctx, stopHelpers := context.WithCancel(ctx)
 	var helpers sync.WaitGroup
@@ -326,14 +337,14 @@ func runUnregister(ctx context.Context, cfg config.Config, log *slog.Logger) err
 // until ctx ends; the channel gives Serve's result then (at once, and no
 // server, when it is off). The port is taken here, before READY, so a port in
 // use stops the start with a clear error.
-func startWyoming(ctx context.Context, c config.Wyoming, node string, voices *engine.Engine, log *slog.Logger) (*wyoming.Server, <-chan error, error) {
+func startWyoming(ctx context.Context, c config.Wyoming, node string, voices wyomingVoices, log *slog.Logger) (*wyoming.Server, <-chan error, error) {
 	done := make(chan error, 1)
 	if c.Listen == "" {
 		done <- nil
 		return nil, done, nil
 	}
 	ws, err := wyoming.New(&wyoming.Options{Listen: c.Listen, MaxConnections: c.MaxConnections, MaxParallel: c.MaxParallel,
-		Engine: wyomingVoices{voices}, Logger: log, Version: version.String()}) // it adds component=wyoming
+		Engine: voices, Logger: log, Version: version.String()}) // it adds component=wyoming
 	if err != nil {
 		return nil, nil, fmt.Errorf("wyoming: %w", err)
 	}

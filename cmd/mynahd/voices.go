@@ -93,7 +93,12 @@ func (b speakerBook) List() ([]daemon.SpeakerInfo, error) { return b.Speakers(),
 // wyomingVoices is the engine as the Wyoming server sees it: the voices
 // described from their files (so a describe never waits for a load), and
 // Speak as it is.
-type wyomingVoices struct{ *engine.Engine }
+type wyomingVoices struct {
+	*engine.Engine
+	// installer, when voices.download is on, adds the catalog's voices
+	// not installed to info, and installs them on first use.
+	installer *voiceInstaller
+}
 
 var _ wyoming.Engine = wyomingVoices{}
 
@@ -104,6 +109,13 @@ func (w wyomingVoices) Voices() []wyoming.VoiceInfo {
 		kind := map[string]string{"piper": "Piper", "style_vector": "style-vector", "pipeline": "voice cloning"}[v.Kind]
 		out[i] = wyoming.VoiceInfo{Name: v.Name, Languages: v.Languages, Speakers: v.Speakers, Version: version.String(),
 			Description: fmt.Sprintf("%s (%s, %d Hz)", v.Name, kind, v.SampleRate), Default: v.Name == w.Default()}
+	}
+	if w.installer != nil {
+		names := make([]string, len(list))
+		for i, v := range list {
+			names[i] = v.Name
+		}
+		out = append(out, w.installer.available(names)...)
 	}
 	return out
 }
