@@ -8,6 +8,9 @@ import "strings"
 
 // readWord applies the rules that start at word k.
 func (r *enReader) readWord(k int) int {
+	if r.sym(k-1, '.') && (r.kind(k-2) == tokWord || r.kind(k-2) == tokNum) && r.wordEnd != k && r.qEnd != k {
+		return 0 // a part of "x.vs": expanded, it would make "x.es" a host name
+	}
 	w := r.str(k)
 	switch strings.ToLower(w) {
 	case "v":

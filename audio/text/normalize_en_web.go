@@ -39,11 +39,8 @@ func (r *enReader) readChunk(k int) int {
 		}
 		chunk = string(r.rs[p:e])
 		// An entity id ends where its characters end: "sensor.a1B".
-		ee, dots := p, 0
-		for ee < e && (r.rs[ee] >= 'a' && r.rs[ee] <= 'z' || r.rs[ee] >= '0' && r.rs[ee] <= '9' || r.rs[ee] == '_' || r.rs[ee] == '.' && dots == 0) {
-			if r.rs[ee] == '.' {
-				dots++
-			}
+		ee := p
+		for ee < e && (r.rs[ee] >= 'a' && r.rs[ee] <= 'z' || r.rs[ee] >= '0' && r.rs[ee] <= '9' || r.rs[ee] == '_' || r.rs[ee] == '.') {
 			ee++
 		}
 		if ee < len(r.rs) && (unicode.IsLetter(r.rs[ee]) || unicode.IsMark(r.rs[ee])) {
@@ -327,8 +324,10 @@ func isEntityID(s string) bool {
 	if !ok || !haDomains[domain] || object == "" {
 		return false
 	}
+	// Further periods are allowed: "light.light.a" is read "light light
+	// a", not "light light" and a "light.a" for the second reading.
 	for _, c := range object {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.') {
 			return false
 		}
 	}
