@@ -48,6 +48,14 @@ type Engine struct {
 	// loading, when set, is called as a load starts: tests hold a load
 	// there to make callers meet it.
 	loading func(name string)
+	// optim, when set (Options.OptimizeInBackground), builds the
+	// optimized models of the Piper voices loaded without theirs and
+	// switches them over (optimize.go); optimizing and optimized, when
+	// set, are called as each of its builds starts and after it ends:
+	// tests hold and wait for builds there.
+	optim      *optimizer
+	optimizing func(name string)
+	optimized  func(name string, err error)
 	// precision is Options.Precision, precisions its per-voice overrides;
 	// provider is the execution provider ("" for auto), which a variant's
 	// gate record must match for auto to take it.
@@ -106,6 +114,17 @@ type Options struct {
 	NoNormalize bool
 	// Emoji is what Normalize does with emoji ("" drops them).
 	Emoji text.Emoji
+	// OptimizeInBackground, with Piper.OptimizedDir, keeps the build of
+	// ONNX Runtime's optimized copy of a Piper voice out of the voice's
+	// first load: a voice whose copy is not there loads as its file has
+	// it (voice.PiperOptions.OptimizeLater), the copy is built in the
+	// background, one voice at a time, on one thread at the lowest CPU
+	// priority, and the voice is switched to it between requests (one
+	// that started keeps the session it started with). Voices that
+	// ReloadVoices finds new or changed are built the same way before
+	// they are asked for. mynahd sets it; a process that speaks once and
+	// exits (mynah say) is faster building the copy at load.
+	OptimizeInBackground bool
 }
 
 // SessionOptions bound the voices kept loaded (mynahd's voices.sessions).
@@ -186,6 +205,9 @@ func Open(o *Options) (*Engine, error) {
 	mem.lowWater, mem.relieve = sc.LowWater, vs.relieveKV
 	so.Memory = mem
 	vs.sessions = newSessionLRU(so)
+	if o.OptimizeInBackground && opts.OptimizedDir != "" {
+		vs.optim = startOptimizer(vs.optimizeVoice, vs.optimizeDone)
+	}
 	if o.ReleaseMemory != nil {
 		release := o.ReleaseMemory
 		vs.keeper = startMemoryKeeper(func(idle bool) {
@@ -293,10 +315,13 @@ func (vs *Engine) load(ctx context.Context, name string) (*loadedVoice, int64, e
 	if err != nil {
 		return nil, 0, err
 	}
+	if deferredOptimizing(v) {
+		vs.optim.enqueue(name)
+	}
 	info := v.info
 	loadMS := float64(time.Since(start).Microseconds()) / 1000
 	vs.log.Info("voice loaded", "voice", name, "engine", p.kind, "precision", v.precision, "load_ms", loadMS, "bytes", info.SizeBytes,
-		"provider", info.Provider, "rate", info.SampleRate, "speakers", len(info.Speakers))
+		"provider", info.Provider, "optimized", info.Optimized, "rate", info.SampleRate, "speakers", len(info.Speakers))
 	return v, info.SizeBytes, nil
 }
 
@@ -548,5 +573,7 @@ func (vs *Engine) Close() error {
 	if vs.keeper != nil {
 		vs.keeper.close()
 	}
+	// Before the sessions: a build that is running ends with a switch.
+	vs.optim.close()
 	return vs.sessions.Close()
 }

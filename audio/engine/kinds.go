@@ -138,6 +138,7 @@ func (vs *Engine) loadPrecision(name, kind, path, precision string) (*loadedVoic
 	case kindPiper:
 		opts := *vs.opts
 		opts.Precision = precision
+		opts.OptimizeLater = vs.optim != nil
 		p, err := voice.LoadPiper(vs.rt, path, &opts)
 		if err != nil {
 			return nil, err

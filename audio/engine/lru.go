@@ -133,6 +133,7 @@ type lruStats struct {
 	Evictions         uint64
 	PressureEvictions uint64
 	CloseErrors       uint64 // Close calls on sessions that returned an error
+	Replacements      uint64 // sessions put in place of another by Replace
 	Sessions          int    // sessions in the cache (Len)
 	InUse             int    // sessions, cached or evicted, with at least one unreleased Get
 	Bytes             int64  // as Bytes
@@ -497,6 +498,42 @@ func (s *sessionLRU[V]) Evict(key string) bool {
 	s.mu.Unlock()
 	s.closeEntries(victims)
 	return e != nil
+}
+
+// Replace puts v, of size bytes, in place of key's cached session when
+// replace, called with it under the cache's lock (it must be quick and
+// must not call the cache), says so, and reports whether it did. Gets
+// after it have v; those before keep the old session, which is closed by
+// its last release, or now when it is idle, as Evict closes it. v takes
+// the old one's place in the LRU order and its pin. Nothing is replaced
+// when key is not cached (its next Get loads it), nor after Close; v is
+// then the caller's to close. The bounds are not enforced here: the
+// count is unchanged, and the bytes over a bound are those of the old
+// session in use, which its release gives back.
+func (s *sessionLRU[V]) Replace(key string, replace func(old V) bool, v V, size int64) bool {
+	s.mu.Lock()
+	e := s.entries[key]
+	if s.closed || e == nil || !replace(e.val) {
+		s.mu.Unlock()
+		return false
+	}
+	mark := e.elem.Prev()
+	victims := s.evictLocked(e, nil)
+	ne := &sessionEntry[V]{key: key, val: v, size: size, pinned: e.pinned}
+	if mark == nil {
+		ne.elem = s.lru.PushFront(ne)
+	} else {
+		ne.elem = s.lru.InsertAfter(ne, mark)
+	}
+	s.entries[key] = ne
+	s.bytes += size
+	if ne.pinned {
+		s.pinnedCount++
+	}
+	s.stats.Replacements++
+	s.mu.Unlock()
+	s.closeEntries(victims)
+	return true
 }
 
 // Len returns the number of cached sessions (not counting evicted ones

@@ -380,3 +380,44 @@ func TestSessionsEach(t *testing.T) {
 		t.Errorf("Each changed the order: %v", again)
 	}
 }
+
+// Replace puts a new session in place of a cached one: a Get before it
+// keeps the old one, which is closed by its last release; Gets after it
+// have the new one; nothing is replaced when the key is not cached or
+// replace says no.
+func TestLRUReplace(t *testing.T) {
+	l := newFakeLoader()
+	s := newTestSessions(t, l, lruOptions[*fakeSession]{Pinned: []string{"a"}})
+	old, release := get(t, s, "a")
+	next := &fakeSession{key: "a", serial: -1}
+	if s.Replace("a", func(*fakeSession) bool { return false }, next, 0) {
+		t.Fatal("replaced although replace said no")
+	}
+	if s.Replace("b", func(*fakeSession) bool { return true }, next, 0) {
+		t.Fatal("replaced a key that is not cached")
+	}
+	if !s.Replace("a", func(v *fakeSession) bool { return v == old }, next, 0) {
+		t.Fatal("not replaced")
+	}
+	if got := l.closedKeys(); len(got) != 0 {
+		t.Fatalf("the old session closed while in use: %v", got)
+	}
+	got, release2 := get(t, s, "a")
+	if got != next {
+		t.Fatalf("Get after Replace: session #%d", got.serial)
+	}
+	release()
+	if closed := l.closedKeys(); len(closed) != 1 || old.closes.Load() != 1 {
+		t.Fatalf("the old session not closed by its last release: %v", closed)
+	}
+	release2()
+	if st := s.Stats(); st.Replacements != 1 || st.Loads != 1 || st.Sessions != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	// The new one is the cache's now: Close closes it (newTestSessions
+	// checks every loaded one; this one it did not load).
+	s.Close()
+	if next.closes.Load() != 1 {
+		t.Errorf("the new session closed %d times by Close", next.closes.Load())
+	}
+}

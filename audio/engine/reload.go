@@ -100,6 +100,10 @@ func (vs *Engine) ReloadVoices() (VoiceChanges, error) {
 		if known && vs.sessions.Evict(name) {
 			vs.log.Info("voice files changed: the next use loads them", "voice", name)
 		}
+		if p.kind == kindPiper && ch.Rejected[name] == "" {
+			// Before its first use, so that it loads its optimized copy.
+			vs.optim.enqueue(name)
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(vs.set.seen)) {
 		if _, ok := paths[name]; ok {

@@ -3,10 +3,8 @@ package voice
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -16,74 +14,6 @@ import (
 	"github.com/mynah-tts/mynah/quant/onnx/onnxpb"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
-
-// openModelFile opens the model file at path as a session: from the
-// optimized-model cache when it holds the file's entry (cache may be nil),
-// else by readModelFile, keeping what ONNX Runtime made of it in the
-// cache for the next time. The returned model carries the file's sha256
-// and size only. Nothing the cache does fails the load: an entry that
-// cannot be used is rebuilt, one that cannot be kept is not, each with a
-// warning.
-func openModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D bool, cache *optimizedCache) (*ort.Session, *onnx.Model, error) {
-	var (
-		key, madeFor, tmp string
-		st                os.FileInfo
-	)
-	if cache != nil {
-		if abs, err := filepath.Abs(path); err == nil {
-			path = abs
-		}
-		if fi, err := os.Stat(path); err == nil {
-			st = fi
-			key, madeFor = optimizedKeys(rt, path, fi, so, keep1D)
-		}
-	}
-	if key != "" {
-		sess, model, err := cache.open(rt, key, madeFor, path, st, so)
-		if err == nil {
-			return sess, model, nil
-		}
-		if !errors.Is(err, errNoEntry) {
-			cache.log.Warn("optimized model unusable, rebuilt from the model file", "model", path, "err", err)
-		}
-		if tmp, err = cache.tempPath(key); err != nil {
-			cache.log.Warn("optimized model not kept", "dir", cache.dir, "err", err)
-		}
-	}
-	sess, model, saveErr, err := readModelFile(rt, path, so, keep1D, tmp)
-	if tmp == "" {
-		return sess, model, err
-	}
-	defer os.Remove(tmp) // gone once stored
-	switch {
-	case err != nil:
-		return nil, nil, err
-	case saveErr != nil:
-		cache.log.Warn("optimized model not kept", "dir", cache.dir, "err", saveErr)
-		return sess, model, nil
-	case sess.Provider() != ort.ProviderCPU:
-		// Auto found a GPU: ONNX Runtime saves only what the CPU
-		// provider optimized.
-		return sess, model, nil
-	}
-	// A file that changed while it was read could pair the key of one
-	// version with the digest of another.
-	if fi, err := os.Stat(path); err != nil || !sameFileVersion(st, fi) || model.Size != st.Size() {
-		return sess, model, nil
-	}
-	meta := optimizedMeta{Source: path, SourceSize: st.Size(), SourceMtime: st.ModTime().UnixNano(),
-		SourceSHA256: model.Digest, MadeFor: madeFor, Inputs: sess.Inputs(), Outputs: sess.Outputs()}
-	if err := cache.store(key, tmp, meta); err != nil {
-		cache.log.Warn("optimized model not kept", "dir", cache.dir, "err", err)
-	}
-	return sess, model, nil
-}
-
-// sameFileVersion reports whether a and b are stats of the same file,
-// unchanged.
-func sameFileVersion(a, b os.FileInfo) bool {
-	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
-}
 
 // readModelFile reads the model file at path once, checks it in Go
 // (checkModel) and hands ONNX Runtime the very bytes that were checked, or

@@ -64,6 +64,16 @@ type PiperOptions struct {
 	// the optimizing: see optimized.go. "" keeps nothing. Used for the CPU
 	// provider (and auto) only.
 	OptimizedDir string
+	// OptimizeLater, with OptimizedDir, has a load that finds no usable
+	// entry take the model as the file has it, at once, instead of
+	// building the entry first (optimized_load.go): the voice is ready
+	// in a fraction of the time and speaks alike, a little slower, and
+	// Piper.OptimizeDeferred reports it. OptimizePiper builds the entry;
+	// a load after that takes it. For a process that keeps the voice
+	// loaded and can build it apart (mynahd's engine, Options.
+	// OptimizeInBackground); a process that speaks once and exits is
+	// faster overall building it at load, as it then never waits again.
+	OptimizeLater bool
 	// SentenceSilence is the pause appended after every sentence but the
 	// last; 0 means Piper's default of 0.2 s, negative means none.
 	SentenceSilence time.Duration
@@ -132,6 +142,9 @@ type Info struct {
 	// Mandarin is set when sentences mostly in Han go to the pinyin front
 	// end although the voice is another language's (it covers pinyin).
 	Mandarin bool
+	// Optimized is set when the session is the optimized-model cache's
+	// entry (PiperOptions.OptimizedDir).
+	Optimized bool
 }
 
 // readingLanguage is Info.Language for a front end of type ptype set up
@@ -165,7 +178,10 @@ type Piper struct {
 	maxAudio,
 	maxRun time.Duration
 	hasSID bool
-	log    *slog.Logger
+	// deferred: the model was loaded as the file has it, its optimized
+	// entry left for OptimizePiper (PiperOptions.OptimizeLater).
+	deferred bool
+	log      *slog.Logger
 
 	warnOnce sync.Map // phoneme → struct{}: log each unknown phoneme once
 	// ran: the model ran since the last ReleaseMemory, so its arena may
@@ -222,7 +238,7 @@ func LoadPiper(rt *ort.Runtime, path string, opts *PiperOptions) (*Piper, error)
 	if o.OptimizedDir != "" {
 		cache = &optimizedCache{dir: o.OptimizedDir, log: o.Logger}
 	}
-	sess, model, err := openModelFile(rt, modelPath, o.Session, o.KeepConv1D, cache)
+	sess, model, src, err := openModelFile(rt, modelPath, o.Session, o.KeepConv1D, cache, o.OptimizeLater)
 	if err != nil {
 		return nil, fmt.Errorf("load voice: %w", err)
 	}
@@ -235,8 +251,16 @@ func LoadPiper(rt *ort.Runtime, path string, opts *PiperOptions) (*Piper, error)
 	p.info.ModelPath = modelPath
 	p.info.Digest = model.Digest
 	p.info.SizeBytes = model.Size
+	p.info.Optimized = src == fromEntry
+	p.deferred = src == deferredEntry
 	return p, nil
 }
+
+// OptimizeDeferred reports whether the voice was loaded as its model file
+// has it, with its optimized-model entry left for OptimizePiper
+// (PiperOptions.OptimizeLater): once that has built the entry, loading
+// the voice again gives its optimized session.
+func (p *Piper) OptimizeDeferred() bool { return p.deferred }
 
 func (opts *PiperOptions) withDefaults() PiperOptions {
 	var o PiperOptions

@@ -19,6 +19,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/audio/voice/catalog"
 	"github.com/mynah-tts/mynah/cmd/internal/config"
+	"github.com/mynah-tts/mynah/quant/ort"
 )
 
 // envVoices overrides voices.dir for mynah voice install, list and remove.
@@ -82,6 +83,10 @@ whose NAME.onnx.json lies beside it.
 Both files are downloaded (an interrupted download resumes), checked
 against the catalog's size and md5, validated as a Piper voice, and only
 then moved into DIR/NAME in one step. Nothing else is ever fetched.
+The voice is then prepared: ONNX Runtime's optimized copy of it is built
+for this CPU into mynahd's onnx.optimized_dir, so that mynahd's first
+load of it is as fast as every later one (--no-prepare leaves that to
+mynahd, which builds it in the background).
 
 Flags:
 `
@@ -93,6 +98,8 @@ func runVoiceInstall(ctx context.Context, args []string, stdout, stderr io.Write
 	src.register(fs, true)
 	quality := fs.String("quality", catalog.DefaultQuality, "for a LANGUAGE or voice name: x_low, low, medium or high (the nearest is taken)")
 	timeout := fs.Duration("timeout", catalog.DefaultStallTimeout, "give up when the server sends nothing for this long (a slow download is fine)")
+	optimizedDir := fs.String("optimized-dir", "", "where to build the voice's optimized copy (default onnx.optimized_dir of mynahd's config)")
+	noPrepare := fs.Bool("no-prepare", false, "do not build the optimized copy (mynahd builds it in the background)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, voiceInstallUsage)
 		fs.PrintDefaults()
@@ -159,7 +166,45 @@ func runVoiceInstall(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	model := res.Record.Files[res.Key+".onnx"]
 	fmt.Fprintf(stdout, "installed %s in %s (%s, sha256 %s)\n", res.Key, res.Path, sizeString(model.SizeBytes), model.SHA256[:16])
+	if !*noPrepare {
+		prepareVoice(src.configFile, *optimizedDir, res.Key, res.Path, stderr)
+	}
 	return nil
+}
+
+// prepareVoice builds the optimized copy of the voice installed at path
+// (voice.OptimizePiper) as mynahd loads it: the ONNX Runtime, provider,
+// threads and lifted convolutions of its config, into dir or else its
+// onnx.optimized_dir. The voice is installed either way: a copy that
+// cannot be built is said, and left to mynahd.
+func prepareVoice(configFile, dir, key, path string, stderr io.Writer) {
+	cfg, _, err := config.LoadFromFlag(configFile)
+	if err == nil {
+		dir = cmp(dir, cfg.ONNX.OptimizedDir)
+	}
+	if err != nil || dir == "" {
+		return // no config (already said by the install), or no copies kept
+	}
+	fmt.Fprintf(stderr, "preparing %s for this CPU in %s\n", key, dir)
+	start := time.Now()
+	err = func() error {
+		rt, err := ort.Open(&ort.Options{LibraryPath: cfg.ONNX.Library})
+		if err != nil {
+			return err
+		}
+		defer rt.Close()
+		// As cmd/mynahd/voices.go sets them: the copy is found by them.
+		return voice.OptimizePiper(rt, path, &voice.PiperOptions{
+			Session:      &ort.SessionOptions{Provider: ort.Provider(cfg.ONNX.Provider), IntraOpThreads: cfg.ONNX.Threads, CPUArena: cfg.ONNX.Arena},
+			KeepConv1D:   !cfg.ONNX.LiftConv1D,
+			OptimizedDir: dir,
+		})
+	}()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s not prepared (mynahd prepares it in the background at its first use): %v\n", key, err)
+		return
+	}
+	fmt.Fprintf(stderr, "prepared %s in %s\n", key, time.Since(start).Round(time.Millisecond))
 }
 
 // checkStagedVoice is the check a downloaded voice passes before it is

@@ -12,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/catalog"
 	"github.com/mynah-tts/mynah/audio/voice/catalog/catalogtest"
+	"github.com/mynah-tts/mynah/cmd/internal/config"
+	"github.com/mynah-tts/mynah/quant/ort"
 )
 
 // voiceEnv serves the standard collection and returns the flags that
@@ -23,7 +26,10 @@ import (
 func voiceEnv(t *testing.T) (s *catalogtest.Server, dir string, flags []string) {
 	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "mynahd.yaml")
-	if err := os.WriteFile(cfg, []byte("node: test\n"), 0o644); err != nil {
+	// The optimized copies in a directory of the test's, never the
+	// machine's.
+	yaml := "node: test\nonnx:\n  optimized_dir: " + filepath.Join(t.TempDir(), "optimized") + "\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("MYNAH_CONFIG", cfg)
@@ -298,7 +304,8 @@ func TestVoiceInstallDefaultsFromConfig(t *testing.T) {
 	s, _, _ := voiceEnv(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "mynahd.yaml")
-	yaml := "voices:\n  dir: " + dir + "\n  catalog_url: " + s.CatalogURL + "\n  download_url: " + s.BaseURL + "\n"
+	yaml := "voices:\n  dir: " + dir + "\n  catalog_url: " + s.CatalogURL + "\n  download_url: " + s.BaseURL + "\n" +
+		"onnx:\n  optimized_dir: " + filepath.Join(t.TempDir(), "optimized") + "\n"
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -370,4 +377,43 @@ func TestVoiceInstallUsage(t *testing.T) {
 			t.Errorf("%q: %v, want a usage error", args, err)
 		}
 	}
+}
+
+// An install prepares the voice: the optimized copy mynahd would load,
+// built for mynahd's options into its onnx.optimized_dir (here the flag),
+// so that its first load is the copy; --no-prepare leaves it.
+func TestVoiceInstallPrepares(t *testing.T) {
+	_, dir, flags := voiceEnv(t)
+	optimized := filepath.Join(t.TempDir(), "optimized")
+	_, errOut, err := install(t, append(flags, "--optimized-dir", optimized), "en_US-lessac-medium")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	if !strings.Contains(errOut, "prepared en_US-lessac-medium in ") {
+		t.Errorf("stderr %q says nothing of preparing", errOut)
+	}
+	def := config.Default().ONNX
+	p, err := voice.LoadPiper(enginetest.OpenRuntime(t), filepath.Join(dir, "en_US-lessac-medium"), &voice.PiperOptions{
+		Session:       &ort.SessionOptions{Provider: ort.Provider(def.Provider), IntraOpThreads: def.Threads, CPUArena: def.Arena},
+		KeepConv1D:    !def.LiftConv1D,
+		OptimizedDir:  optimized,
+		OptimizeLater: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if !p.Info().Optimized {
+		t.Error("the first load after the install did not find the prepared copy")
+	}
+
+	_, dir, flags = voiceEnv(t)
+	skipped := filepath.Join(t.TempDir(), "skipped")
+	if _, errOut, err := install(t, append(flags, "--optimized-dir", skipped, "--no-prepare"), "en_US-lessac-medium"); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	if entries, _ := os.ReadDir(skipped); len(entries) != 0 {
+		t.Errorf("--no-prepare built %d files", len(entries))
+	}
+	checkVoice(t, dir, "en_US-lessac-medium")
 }
