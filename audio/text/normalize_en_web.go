@@ -79,19 +79,16 @@ func (r *enReader) readChunk(k int) int {
 	return end - k
 }
 
-// addressAt is the address-like run of characters at token k, less the
-// punctuation at its end, and the token past it (k when there is none).
+// addressAt is the host name (with port and path) at token k and the
+// token past it (k when there is none).
 func (r *enReader) addressAt(k int) (string, int) {
 	p := r.runeAt(k)
-	e := r.addressEnd(p)
-	for e > p && strings.ContainsRune(".:/-_@%+", r.rs[e-1]) {
-		e--
-	}
-	end := r.tokAt(k, e)
+	host := r.hostAt(p, r.addressEnd(p))
+	end := r.tokAt(k, p+len([]rune(host)))
 	if end < k {
 		return "", k
 	}
-	return string(r.rs[p:e]), end
+	return host, end
 }
 
 // emailAt is the part of rs[p:e] an e-mail address can hold: the name,
