@@ -3,6 +3,7 @@ package text
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Chunks read as a whole: URLs, e-mail addresses, bare domain names and
@@ -196,6 +197,20 @@ func addressWords(s string) string {
 			i = j - 1
 		case addressMarks[c] != "":
 			b.WriteString(" " + addressMarks[c] + " ")
+		case c >= utf8.RuneSelf:
+			// Digits of other forms are read too: no digit is left.
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case isEnSuperscript(r):
+				b.WriteString(" " + enOnes[enSuperscriptValue(r)-'0'] + " ")
+			case isEnSubscript(r):
+				b.WriteString(" " + enOnes[r-'₀'] + " ")
+			case isEnVulgar(r):
+				b.WriteString(" " + enVulgarFractions[r] + " ")
+			default:
+				b.WriteString(s[i : i+size])
+			}
+			i += size - 1
 		default:
 			b.WriteByte(c)
 		}
