@@ -36,16 +36,10 @@ func (r *enReader) readWord(k int) int {
 		}
 	case "vs":
 		r.write(matchCase(w, "versus"))
-		if r.sym(k+1, '.') {
-			return 2
-		}
-		return 1
+		return 1 + r.abbrevPeriod(k+1)
 	case "approx":
 		r.write(matchCase(w, "approximately"))
-		if r.sym(k+1, '.') {
-			return 2
-		}
-		return 1
+		return 1 + r.abbrevPeriod(k+1)
 	case "no", "nr":
 		// "No. 5", "No. #5": only before a number is it an abbreviation.
 		if r.sym(k+1, '.') && r.kind(k+2) == tokSpace && (r.isNum(k+3) || r.sym(k+3, '#')) {
@@ -66,6 +60,16 @@ func (r *enReader) readWord(k int) int {
 	}
 	if d, ok := weekdayAbbrev[w]; ok {
 		return r.readWeekdayAbbrev(k, d)
+	}
+	return 0
+}
+
+// abbrevPeriod is 1 when token k is the period of an abbreviation (a
+// space or the end of the line follows), which the expansion replaces.
+// A period inside a name ("vs..es") stays.
+func (r *enReader) abbrevPeriod(k int) int {
+	if r.sym(k, '.') && (r.kind(k+1) == tokSpace || r.kind(k+1) == tokNone) {
+		return 1
 	}
 	return 0
 }

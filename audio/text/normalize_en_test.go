@@ -198,7 +198,7 @@ var englishGarbage = []string{
 	strings.Repeat("A1", 100), strings.Repeat("1 A ", 50), "1 K K K", strings.Repeat("http://", 20), "@@@.@@",
 	"sensor." + strings.Repeat("1", 300), strings.Repeat("1,000 ", 100), "Dr. St. Dr. St.", "e.g.e.g.i.e.",
 	strings.Repeat("１", 30), strings.Repeat("٣", 30), strings.Repeat("₂", 30), "1\u20442", strings.Repeat("0", 40) + "1",
-	"http://¼²₃", "0@0.A@0.A", "A St. Dr", "light.light.a", "0.es.vs", "$0.local%0", "0 +&", "@+0",
+	"http://¼²₃", "0@0.A@0.A", "A St. Dr", "light.light.a", "0.es.vs", "$0.local%0", "0 +&", "@+0", "vs..es",
 }
 
 // TestNormalizeEnglishPromises: bounded, idempotent and digit-free on
