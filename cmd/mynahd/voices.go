@@ -67,6 +67,9 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, notify *
 		Logger:        log.With("component", "voices"),
 		NoNormalize:   !cfg.Text.Normalize,
 		Emoji:         text.Emoji(cfg.Text.Emoji),
+		// READY and a voice's first request never wait for its
+		// optimized copy: it is built in the background.
+		OptimizeInBackground: true,
 	})
 }
 
