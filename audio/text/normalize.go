@@ -94,19 +94,21 @@ func Normalize(s string, opts *NormalizeOptions) (string, error) {
 	var b strings.Builder
 	b.Grow(len(clean) + len(clean)/2)
 	for _, line := range strings.Split(clean, "\n") {
-		line = stripMarkdownLine(line)
-		line = replaceEmoji(line, o.Emoji, lang == langEnglish)
-		switch {
-		case lang == langMandarin || (o.Mandarin && MostlyHan(line)):
-			line = normalizeMandarin(line)
-		case lang == langEnglish:
-			line = normalizeEnglish(line)
-		default:
-			line = ungroupDigits(line, lang)
+		limit := MaxExpansion * utf8.RuneCountInString(line)
+		line = readLine(line, &o, lang)
+		// The rules read their own output unchanged nearly always; where
+		// one rule's reading makes text another rule reads ("0.io" read
+		// "zero.io" is a host name then), the reading is read again, so
+		// that reading a reading never changes it. Each pass stays within
+		// MaxExpansion of the line as sent.
+		for range maxReadPasses - 1 {
+			again := readLine(line, &o, lang)
+			if again == line || utf8.RuneCountInString(again) > limit {
+				break
+			}
+			line = again
 		}
-		// A rule may leave what reads as Markdown now ("##5" is "# number
-		// five", a heading): the line must come back the same next time.
-		if line = stripMarkdownLine(tidySpaces(line)); line == "" {
+		if line == "" {
 			continue // a rule or fence line, or only emoji: no empty sentence
 		}
 		if b.Len() > 0 {
@@ -115,6 +117,26 @@ func Normalize(s string, opts *NormalizeOptions) (string, error) {
 		b.WriteString(line)
 	}
 	return b.String(), nil
+}
+
+// maxReadPasses bounds how often Normalize reads a line (see there).
+const maxReadPasses = 3
+
+// readLine is one pass of Normalize's rules over one line of cleaned text.
+func readLine(line string, o *NormalizeOptions, lang language) string {
+	line = stripMarkdownLine(line)
+	line = replaceEmoji(line, o.Emoji, lang == langEnglish)
+	switch {
+	case lang == langMandarin || (o.Mandarin && MostlyHan(line)):
+		line = normalizeMandarin(line)
+	case lang == langEnglish:
+		line = normalizeEnglish(line)
+	default:
+		line = ungroupDigits(line, lang)
+	}
+	// A rule may leave what reads as Markdown now ("##5" is "# number
+	// five", a heading).
+	return stripMarkdownLine(tidySpaces(line))
 }
 
 // language is the rule set Normalize reads a text with.
