@@ -1,8 +1,6 @@
 package text
 
 import (
-	"sort"
-	"strings"
 	"unicode"
 )
 
@@ -156,31 +154,9 @@ var followingUnitWords = map[string]bool{
 }
 
 // unitsByFirst indexes englishUnits by first rune, longest symbol first.
-var unitsByFirst = func() map[rune][]unitEntry {
-	idx := make(map[rune][]unitEntry)
-	add := func(sym string, name unitName) {
-		rs := []rune(sym)
-		idx[rs[0]] = append(idx[rs[0]], unitEntry{sym: rs, name: name, ambiguous: ambiguousUnits[sym]})
-	}
-	for sym, name := range englishUnits {
-		add(sym, name)
-		// Both micro signs: U+00B5 (MICRO SIGN, in const.py's "µg") and
-		// U+03BC (GREEK SMALL LETTER MU, in its "μs" and "μg/ft³").
-		if strings.ContainsRune(sym, 'µ') {
-			add(strings.ReplaceAll(sym, "µ", "μ"), name)
-		}
-	}
-	for r, list := range idx {
-		sort.Slice(list, func(i, j int) bool {
-			if len(list[i].sym) != len(list[j].sym) {
-				return len(list[i].sym) > len(list[j].sym)
-			}
-			return string(list[i].sym) < string(list[j].sym)
-		})
-		idx[r] = list
-	}
-	return idx
-}()
+var unitsByFirst = indexUnits(englishUnits, func(sym []rune, name unitName) unitEntry {
+	return unitEntry{sym: sym, name: name, ambiguous: ambiguousUnits[string(sym)]}
+}, func(u unitEntry) []rune { return u.sym })
 
 // matchUnit finds the longest unit symbol at rs[p] that ends at a word
 // boundary, and returns it with the index just past it.

@@ -1,7 +1,6 @@
 package text
 
 import (
-	"sort"
 	"strings"
 	"unicode"
 )
@@ -99,30 +98,11 @@ type zhUnit struct {
 	strict       bool // ambiguous even right after the number: 4K电视
 }
 
-// zhUnitsByFirst indexes zhUnits by first rune, longest symbol first,
-// with every µ (U+00B5, const.py's "µg") also as μ (U+03BC, its "μs").
-var zhUnitsByFirst = func() map[rune][]zhUnit {
-	idx := make(map[rune][]zhUnit)
-	add := func(sym, name string) {
-		rs := []rune(sym)
-		idx[rs[0]] = append(idx[rs[0]], zhUnit{sym: rs, name: name, temp: zhTemperatureUnits[sym], before: zhBeforeUnits[sym], ambiguous: zhAmbiguousUnits[sym], strict: sym == "K"})
-	}
-	for sym, name := range zhUnits {
-		add(sym, name)
-		if strings.ContainsRune(sym, 'µ') {
-			add(strings.ReplaceAll(sym, "µ", "μ"), name)
-		}
-	}
-	for _, list := range idx {
-		sort.Slice(list, func(i, j int) bool {
-			if len(list[i].sym) != len(list[j].sym) {
-				return len(list[i].sym) > len(list[j].sym)
-			}
-			return string(list[i].sym) < string(list[j].sym)
-		})
-	}
-	return idx
-}()
+// zhUnitsByFirst indexes zhUnits by first rune, longest symbol first.
+var zhUnitsByFirst = indexUnits(zhUnits, func(sym []rune, name string) zhUnit {
+	k := string(sym)
+	return zhUnit{sym: sym, name: name, temp: zhTemperatureUnits[k], before: zhBeforeUnits[k], ambiguous: zhAmbiguousUnits[k], strict: k == "K"}
+}, func(u zhUnit) []rune { return u.sym })
 
 // matchZhUnit finds the longest unit symbol at rs[p] that ends at a word
 // boundary and returns it with the index after it. spaced says a space

@@ -116,18 +116,8 @@ func runSay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&f.threads, "threads", 0, "ONNX Runtime intra-op threads (0 = one per core)")
 	addReadingFlags(fs, &f)
 	fs.BoolVar(&f.verbose, "v", false, "log details (with the normalized text)")
-	pos, err := parseInterspersed(fs, args)
+	txt, err := parseTextArgs(fs, args, &f)
 	if err != nil {
-		return err
-	}
-	if err := checkEmoji(f.emoji); err != nil {
-		return err
-	}
-	txt, err := sayText(pos)
-	if err != nil {
-		return err
-	}
-	if err := checkSayText(txt); err != nil {
 		return err
 	}
 	log := newLogger(stderr, f.verbose)

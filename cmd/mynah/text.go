@@ -52,18 +52,8 @@ func runText(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	addReadingFlags(fs, &f.sayFlags)
 	fs.StringVar(&f.ortLib, "ort-lib", "", "path to libonnxruntime.so (default: $MYNAH_ORT_LIB, ./.ort, system)")
 	fs.BoolVar(&f.verbose, "v", false, "log details")
-	pos, err := parseInterspersed(fs, args)
+	txt, err := parseTextArgs(fs, args, &f.sayFlags)
 	if err != nil {
-		return err
-	}
-	if err := checkEmoji(f.emoji); err != nil {
-		return err
-	}
-	txt, err := sayText(pos)
-	if err != nil {
-		return err
-	}
-	if err := checkSayText(txt); err != nil {
 		return err
 	}
 	log := newLogger(stderr, f.verbose)
@@ -103,6 +93,23 @@ func runText(ctx context.Context, args []string, stdout, stderr io.Writer) error
 func addReadingFlags(fs *flag.FlagSet, f *sayFlags) {
 	fs.BoolVar(&f.noNormalize, "no-normalize", false, "speak the text as written: no numbers, units or times read into words, Markdown kept\n(mynahd's text.normalize: false, a say command's \"normalize\": false)")
 	fs.StringVar(&f.emoji, "emoji", string(text.EmojiDrop), "what to do with emoji: drop, or name (read their Unicode names; English voices)")
+}
+
+// parseTextArgs parses say's or text's command line and returns the
+// text, checked as mynahd would check it.
+func parseTextArgs(fs *flag.FlagSet, args []string, f *sayFlags) (string, error) {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if err := checkEmoji(f.emoji); err != nil {
+		return "", err
+	}
+	txt, err := sayText(pos)
+	if err != nil {
+		return "", err
+	}
+	return txt, checkSayText(txt)
 }
 
 func checkEmoji(s string) error {
