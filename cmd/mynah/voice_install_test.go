@@ -132,33 +132,13 @@ func TestVoiceInstallResumesAfterDrop(t *testing.T) {
 	s, dir, flags := voiceEnv(t)
 	key := "en_US-lessac-medium"
 	model, _ := catalogtest.DemoFiles(t)
-	var mu sync.Mutex
-	var ranges []string
-	s.Intercept = func(w http.ResponseWriter, r *http.Request) bool {
-		if r.URL.Path != catalogtest.ModelURLPath(key) {
-			return false
-		}
-		mu.Lock()
-		ranges = append(ranges, r.Header.Get("Range"))
-		first := len(ranges) == 1
-		mu.Unlock()
-		if !first {
-			return false
-		}
-		w.Header().Set("Content-Length", strconv.Itoa(len(model)))
-		w.Write(model[:len(model)/2])
-		w.(http.Flusher).Flush()
-		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
-			conn.Close()
-		}
-		return true
-	}
+	ranges := s.DropFirst(t, key)
 	if _, errOut, err := install(t, flags, key); err != nil {
 		t.Fatalf("%v\n%s", err, errOut)
 	}
 	checkVoice(t, dir, key)
-	if len(ranges) != 2 || ranges[1] != "bytes="+strconv.Itoa(len(model)/2)+"-" {
-		t.Errorf("ranges %q", ranges)
+	if r := ranges(); len(r) != 2 || r[1] != "bytes="+strconv.Itoa(len(model)/2)+"-" {
+		t.Errorf("ranges %q", r)
 	}
 }
 

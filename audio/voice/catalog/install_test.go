@@ -164,37 +164,14 @@ func TestCatalogInstallResumesAfterDrop(t *testing.T) {
 	s := catalogtest.New(t, catalogtest.Standard...)
 	key := "en_US-lessac-medium"
 	model, _ := catalogtest.DemoFiles(t)
-	var mu sync.Mutex
-	var ranges []string
-	s.Intercept = func(w http.ResponseWriter, r *http.Request) bool {
-		if r.URL.Path != catalogtest.ModelURLPath(key) {
-			return false
-		}
-		mu.Lock()
-		ranges = append(ranges, r.Header.Get("Range"))
-		first := len(ranges) == 1
-		mu.Unlock()
-		if !first {
-			return false // the file server honours Range
-		}
-		// Half the file, then the connection drops.
-		w.Header().Set("Content-Length", strconv.Itoa(len(model)))
-		w.WriteHeader(http.StatusOK)
-		w.Write(model[:len(model)/2])
-		w.(http.Flusher).Flush()
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err == nil {
-			conn.Close()
-		}
-		return true
-	}
+	ranges := s.DropFirst(t, key)
 	c, dir := newClient(t, s, nil)
 	if _, err := c.Install(context.Background(), resolve(t, c, key)); err != nil {
 		t.Fatal(err)
 	}
 	checkInstalled(t, dir, key)
-	if len(ranges) != 2 || ranges[0] != "" || ranges[1] != "bytes="+strconv.Itoa(len(model)/2)+"-" {
-		t.Errorf("requests' ranges %q", ranges)
+	if r := ranges(); len(r) != 2 || r[0] != "" || r[1] != "bytes="+strconv.Itoa(len(model)/2)+"-" {
+		t.Errorf("requests' ranges %q", r)
 	}
 }
 

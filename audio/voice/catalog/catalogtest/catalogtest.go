@@ -13,6 +13,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -189,4 +191,40 @@ var Standard = []Voice{
 	{Key: "en_US-arctic-medium", Speakers: 3},
 	{Key: "en_GB-alan-medium"},
 	{Key: "de_DE-thorsten-medium", Aliases: []string{"de-thorsten-medium"}},
+}
+
+// DropFirst makes the first request for key's model get half the file
+// and then a dropped connection; later requests are served as usual (the
+// file server honours Range). It returns the Range header of every
+// request for the model, in order.
+func (s *Server) DropFirst(t testing.TB, key string) (ranges func() []string) {
+	t.Helper()
+	model, _ := DemoFiles(t)
+	var mu sync.Mutex
+	var seen []string
+	s.Intercept = func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != ModelURLPath(key) {
+			return false
+		}
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Range"))
+		first := len(seen) == 1
+		mu.Unlock()
+		if !first {
+			return false
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(model)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(model[:len(model)/2])
+		w.(http.Flusher).Flush()
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+		return true
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
 }
