@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -102,17 +103,24 @@ func (l *eventLog) waitAnswered(t *testing.T, ids []string, timeout time.Duratio
 	t.Helper()
 	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
 		all, _ := l.answers()
-		missing := 0
+		var missing []string
 		for _, id := range ids {
 			if all[id] == 0 {
-				missing++
+				missing = append(missing, id)
 			}
 		}
-		if missing == 0 {
+		if len(missing) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d requests got no terminal event within %v", missing, len(ids), timeout)
+			var seen []string // what the unanswered had instead
+			for _, e := range l.snapshot() {
+				if slices.Contains(missing[:min(len(missing), 10)], e.ID) {
+					seen = append(seen, e.ID+":"+e.State)
+				}
+			}
+			t.Fatalf("%d of %d requests got no terminal event within %v: %v (their events: %v)",
+				len(missing), len(ids), timeout, missing[:min(len(missing), 10)], seen)
 		}
 	}
 	time.Sleep(2 * time.Second)
