@@ -39,7 +39,7 @@ func watchVoices(ctx context.Context, dir string, quiet time.Duration, reload fu
 	}
 	if entries, err := os.ReadDir(dir); err == nil {
 		for _, e := range entries {
-			if e.IsDir() {
+			if e.IsDir() && !hidden(e.Name()) {
 				watch(filepath.Join(dir, e.Name()))
 			}
 		}
@@ -60,6 +60,9 @@ func watchVoices(ctx context.Context, dir string, quiet time.Duration, reload fu
 					return
 				}
 				if filepath.Dir(ev.Name) == dir {
+					if hidden(filepath.Base(ev.Name)) {
+						continue // .mynah: mynah voice install's catalog, locks and staging
+					}
 					// In voices.dir itself only voice directories and
 					// NAME.onnx pairs count: a cache file kept there
 					// must not reread the voices on every write.
@@ -89,3 +92,9 @@ func watchVoices(ctx context.Context, dir string, quiet time.Duration, reload fu
 	}()
 	return done, nil
 }
+
+// hidden reports a name in voices.dir that is never a voice: a dot
+// directory or file, such as .mynah, where mynah voice install keeps the
+// catalog, its locks and the voices it is still downloading (a voice
+// appears by one rename out of it, which is seen).
+func hidden(name string) bool { return strings.HasPrefix(name, ".") }
