@@ -73,11 +73,12 @@ const (
 		`{% else %}{}{% endif %}`
 	// commandEventTemplate turns a control command's done or failed event
 	// (cache/purge, speaker/enroll, speaker/forget, voice/set,
-	// volume/set, voices/reload) into the Command entity's payload.
+	// volume/set, voices/reload, voice/install: the voice installed) into
+	// the Command entity's payload.
 	commandEventTemplate = `{% if value_json.state in ['done', 'failed'] and value_json.command is defined %}` +
 		`{"event_type": {{ value_json.state | to_json }}, "command": {{ value_json.command | to_json }}, ` +
 		`"id": {{ value_json.id | default('') | to_json }}, "owner": {{ value_json.owner | default('') | to_json }}, ` +
-		`"speaker": {{ value_json.speaker | default('') | to_json }}, ` +
+		`"speaker": {{ value_json.speaker | default('') | to_json }}, "voice": {{ value_json.voice | default('') | to_json }}, ` +
 		`"reason": {{ value_json.reason | default('') | to_json }}, "error": {{ value_json.error | default('') | to_json }}, ` +
 		`"scope": {{ value_json.scope | default('') | to_json }}, "removed": {{ value_json.removed | default(none) | to_json }}, ` +
 		`"redelivered": {{ value_json.redelivered | default(false) | to_json }}}` +

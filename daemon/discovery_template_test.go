@@ -78,6 +78,7 @@ func TestDiscoveryTemplatesRender(t *testing.T) {
 	enrollFailed := event(Event{ID: "e1", State: EventFailed, Command: cmdEnroll, Owner: "ann", Reason: ReasonBadAudio, Error: "not a WAV"})
 	enrolled := event(Event{ID: "e2", State: EventDone, Command: cmdEnroll, Owner: "ann", Speaker: "dad"})
 	purged := event(Event{State: EventDone, Command: "cache/purge", Scope: "phrases", Removed: &two})
+	installed := event(Event{ID: "i1", State: EventDone, Command: cmdInstall, Voice: "en_US-lessac-medium"})
 	le := &LastError{State: EventFailed, Reason: ReasonAudio, Error: "device gone", ID: "k5", Time: time.Unix(0, 0).UTC()}
 
 	got := renderJinja(t, [][2]string{
@@ -91,6 +92,7 @@ func TestDiscoveryTemplatesRender(t *testing.T) {
 		{requestEventTemplate, purgeFailed}, {requestEventTemplate, enrollFailed}, {requestEventTemplate, enrolled},
 		{commandEventTemplate, purgeFailed}, {commandEventTemplate, enrollFailed}, {commandEventTemplate, enrolled},
 		{commandEventTemplate, purged}, {commandEventTemplate, fin}, {commandEventTemplate, failed}, {commandEventTemplate, warning},
+		{commandEventTemplate, installed},
 	})
 	renders := func(what string, got string, want map[string]any, types []string) {
 		t.Helper()
@@ -130,15 +132,17 @@ func TestDiscoveryTemplatesRender(t *testing.T) {
 		renders("request entity, "+what, got[12+i], map[string]any{}, haRequestEventTypes)
 	}
 	commandEvents := []map[string]any{
-		{"event_type": "failed", "command": "cache/purge", "id": "", "owner": "", "speaker": "", "reason": "not_supported",
+		{"event_type": "failed", "command": "cache/purge", "id": "", "owner": "", "speaker": "", "voice": "", "reason": "not_supported",
 			"error": "the phrase cache is off", "scope": "", "removed": nil, "redelivered": false},
-		{"event_type": "failed", "command": "speaker/enroll", "id": "e1", "owner": "ann", "speaker": "", "reason": "bad_audio",
+		{"event_type": "failed", "command": "speaker/enroll", "id": "e1", "owner": "ann", "speaker": "", "voice": "", "reason": "bad_audio",
 			"error": "not a WAV", "scope": "", "removed": nil, "redelivered": false},
-		{"event_type": "done", "command": "speaker/enroll", "id": "e2", "owner": "ann", "speaker": "dad", "reason": "",
+		{"event_type": "done", "command": "speaker/enroll", "id": "e2", "owner": "ann", "speaker": "dad", "voice": "", "reason": "",
 			"error": "", "scope": "", "removed": nil, "redelivered": false},
-		{"event_type": "done", "command": "cache/purge", "id": "", "owner": "", "speaker": "", "reason": "",
+		{"event_type": "done", "command": "cache/purge", "id": "", "owner": "", "speaker": "", "voice": "", "reason": "",
 			"error": "", "scope": "phrases", "removed": 2.0, "redelivered": false},
 		{}, {}, {},
+		{"event_type": "done", "command": "voice/install", "id": "i1", "owner": "", "speaker": "", "voice": "en_US-lessac-medium", "reason": "",
+			"error": "", "scope": "", "removed": nil, "redelivered": false},
 	}
 	for i, want := range commandEvents {
 		renders(fmt.Sprintf("command event %d", i), got[15+i], want, haCommandEventTypes)
