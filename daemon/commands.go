@@ -130,7 +130,7 @@ func (d *Daemon) say(payload []byte, owner string, redelivered bool, ack func())
 		return
 	}
 	if install {
-		d.awaitVoiceLocked(r)
+		d.awaitVoiceLocked(r, false)
 		if r.spool == nil {
 			ack()
 			return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -48,9 +49,9 @@ const maxInstallBytes = 512
 // so that the queue plays other requests meanwhile. The voice there in
 // time, r is queued like any other request; else it fails
 // voice_downloading (ErrVoiceDownloading) and the install goes on. A
-// spooled r keeps its record meanwhile, as a queued one does. d.mu is
-// held.
-func (d *Daemon) awaitVoiceLocked(r Request) {
+// spooled r keeps its record meanwhile, as a queued one does; replayed
+// says r came back from the spool after a restart. d.mu is held.
+func (d *Daemon) awaitVoiceLocked(r Request, replayed bool) {
 	d.background.Add(1)
 	go func() {
 		defer d.background.Done()
@@ -77,13 +78,19 @@ func (d *Daemon) awaitVoiceLocked(r Request) {
 			// voice select offers it.
 			d.setVoicesLocked(voices)
 			signal(d.discoveryDue)
-			if !d.pushLocked(r, false) {
+			if !d.pushLocked(r, replayed) {
 				d.release(&r) // spooled before its duplicate was known
 			}
 			return
 		}
 		d.markState()
 	}()
+}
+
+// awaitsInstall reports whether r names a voice that is not installed
+// but that the Installer can install. d.mu is held.
+func (d *Daemon) awaitsInstall(r *Request) bool {
+	return r.Voice != "" && !slices.Contains(d.voices, r.Voice) && d.opts.Installer != nil && d.opts.Installer.Installable(r.Voice)
 }
 
 // installVoice runs a voice/install command: the voice is installed on

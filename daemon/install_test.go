@@ -308,3 +308,38 @@ func FuzzParseInstallPayload(f *testing.F) {
 		}
 	})
 }
+
+// A say that was waiting for its voice when the daemon stopped waits for
+// the install again after the restart (its record replayed from the
+// spool), and is then spoken in that voice, marked replayed.
+func TestReplayedSayWaitsForItsVoice(t *testing.T) {
+	sp := newSpoolRec()
+	h, rec := installHarness(t, func(o *Options) { o.Spool = &sp.fake; o.ShutdownTimeout = 200 * time.Millisecond })
+	rec.mu.Lock()
+	rec.gate = make(chan struct{}) // never opened: the download outlives this run
+	rec.mu.Unlock()
+	h.send("say", `{"text":"Hello from carol.","voice":"carol","id":"c1"}`)
+	waitFor(t, "the install", func() bool { return len(rec.installs()) == 1 })
+	waitFor(t, "the request spooled", func() bool { return sp.len() == 1 })
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := sp.len(); n != 1 {
+		t.Fatalf("%d spool records after the stop, want the waiting request's", n)
+	}
+
+	h2, rec2 := installHarness(t, func(o *Options) { o.Spool = &sp.fake })
+	h2.waitEvent("c1", EventFinished)
+	if got := rec2.installs(); !slices.Equal(got, []string{"carol"}) {
+		t.Errorf("installs after the restart %v, want carol once", got)
+	}
+	if v := h2.eng.last().Voice; v != "carol" {
+		t.Errorf("spoken in %q, want carol", v)
+	}
+	for _, e := range h2.events() {
+		if e.ID == "c1" && e.State == EventQueued && !e.Replayed {
+			t.Errorf("queued event of c1 not marked replayed: %+v", e)
+		}
+	}
+	waitFor(t, "the record deleted", func() bool { return sp.len() == 0 })
+}

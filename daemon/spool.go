@@ -288,7 +288,13 @@ func (d *Daemon) replay() {
 			continue
 		}
 		d.mu.Lock()
-		d.pushLocked(r, true)
+		if d.awaitsInstall(&r) {
+			// Its voice was being installed when the daemon stopped:
+			// it waits for the install again, as it did.
+			d.awaitVoiceLocked(r, true)
+		} else {
+			d.pushLocked(r, true)
+		}
 		d.mu.Unlock()
 		queued++
 	}
