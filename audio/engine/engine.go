@@ -372,21 +372,7 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 		return err
 	}
 	defer release()
-	p, err := v.model.prepare(ctx, s)
-	if err != nil {
-		return err
-	}
-	said, norm, err := vs.normalize(v, s.Text, s.NoNormalize)
-	if err != nil {
-		return err
-	}
-	if norm != normalizeOff {
-		vs.log.Debug("text normalized", "voice", name, "text", said)
-	}
-	sentences, err := p.split(said)
-	if errors.Is(err, text.ErrEmptyText) {
-		return fmt.Errorf("%w: %w", ErrNothingToSay, err)
-	}
+	p, sentences, norm, err := vs.read(ctx, v, s)
 	if err != nil {
 		return err
 	}

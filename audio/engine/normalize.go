@@ -50,24 +50,12 @@ type Reading struct {
 // synthesizing anything (mynah text): the text normalized as the voice
 // reads it (unless s.NoNormalize), split, and phonemized.
 func (vs *Engine) Read(ctx context.Context, s Request) ([]Reading, error) {
-	name := cmp.Or(s.Voice, vs.def)
-	v, release, err := vs.sessions.Get(ctx, name)
+	v, release, err := vs.sessions.Get(ctx, cmp.Or(s.Voice, vs.def))
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	p, err := v.model.prepare(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	said, _, err := vs.normalize(v, s.Text, s.NoNormalize)
-	if err != nil {
-		return nil, err
-	}
-	sentences, err := p.split(said)
-	if errors.Is(err, text.ErrEmptyText) {
-		return nil, fmt.Errorf("%w: %w", ErrNothingToSay, err)
-	}
+	p, sentences, _, err := vs.read(ctx, v, s)
 	if err != nil {
 		return nil, err
 	}
@@ -80,4 +68,28 @@ func (vs *Engine) Read(ctx context.Context, s Request) ([]Reading, error) {
 		out = append(out, Reading{Sentence: sentence, Transcript: t})
 	}
 	return out, nil
+}
+
+// read resolves s against the loaded voice v and cuts its text, as v
+// reads it, into the sentences the plan synthesizes; norm names the
+// reading rules for the phrase cache key. Speak and Read share it.
+func (vs *Engine) read(ctx context.Context, v *loadedVoice, s Request) (p plan, sentences []string, norm string, err error) {
+	if p, err = v.model.prepare(ctx, s); err != nil {
+		return nil, nil, "", err
+	}
+	said, norm, err := vs.normalize(v, s.Text, s.NoNormalize)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if norm != normalizeOff {
+		vs.log.Debug("text normalized", "voice", v.name, "text", said)
+	}
+	sentences, err = p.split(said)
+	if errors.Is(err, text.ErrEmptyText) {
+		return nil, nil, "", fmt.Errorf("%w: %w", ErrNothingToSay, err)
+	}
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return p, sentences, norm, nil
 }

@@ -95,15 +95,16 @@ func Normalize(s string, opts *NormalizeOptions) (string, error) {
 	b.Grow(len(clean) + len(clean)/2)
 	for _, line := range strings.Split(clean, "\n") {
 		limit := MaxExpansion * utf8.RuneCountInString(line)
-		line = readLine(line, &o, lang)
 		// The rules read their own output unchanged nearly always; where
 		// one rule's reading makes text another rule reads ("0.io" read
 		// "zero.io" is a host name then), the reading is read again, so
-		// that reading a reading never changes it. Each pass stays within
+		// that reading a reading never changes it. A pass that changed
+		// nothing ends it (the rules are deterministic), so a line with
+		// nothing to read is read once. Each pass stays within
 		// MaxExpansion of the line as sent.
-		for range maxReadPasses - 1 {
+		for pass := 0; pass < maxReadPasses; pass++ {
 			again := readLine(line, &o, lang)
-			if again == line || utf8.RuneCountInString(again) > limit {
+			if again == line || (pass > 0 && utf8.RuneCountInString(again) > limit) {
 				break
 			}
 			line = again

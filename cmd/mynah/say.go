@@ -126,11 +126,7 @@ func runSay(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return usageError("%v", err)
 	}
-	voicePath, err := defaultVoice(f.voice, stderr)
-	if err != nil {
-		return err
-	}
-	loc, err := locateVoice(voicePath)
+	voicePath, loc, err := findVoice(f.voice, stderr)
 	if err != nil {
 		return err
 	}
@@ -445,6 +441,16 @@ func stdinIsTerminal() bool {
 
 // defaultVoice picks the voice: the flag, $MYNAH_VOICE, or the demo voice
 // in the user's cache directory, built there the first time.
+// findVoice is the voice a --voice flag names (defaultVoice), located.
+func findVoice(flagValue string, stderr io.Writer) (string, sayVoice, error) {
+	path, err := defaultVoice(flagValue, stderr)
+	if err != nil {
+		return "", sayVoice{}, err
+	}
+	loc, err := locateVoice(path)
+	return path, loc, err
+}
+
 func defaultVoice(flagValue string, stderr io.Writer) (string, error) {
 	if flagValue != "" {
 		return flagValue, nil

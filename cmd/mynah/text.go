@@ -57,11 +57,7 @@ func runText(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	log := newLogger(stderr, f.verbose)
-	voicePath, err := defaultVoice(f.voice, stderr)
-	if err != nil {
-		return err
-	}
-	loc, err := locateVoice(voicePath)
+	voicePath, loc, err := findVoice(f.voice, stderr)
 	if err != nil {
 		return err
 	}
