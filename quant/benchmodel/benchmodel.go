@@ -29,6 +29,7 @@
 package benchmodel
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -152,6 +153,20 @@ func PhonemeIDMap() map[string][]int64 {
 		m[string(r)] = []int64{int64(i)}
 	}
 	return m
+}
+
+// PiperConfig returns the .onnx.json a Piper voice of this model
+// carries: its sample rate, espeak-ng's en-us, one speaker and
+// PhonemeIDMap.
+func PiperConfig() []byte {
+	data, err := json.Marshal(map[string]any{
+		"audio": map[string]any{"sample_rate": SampleRate}, "espeak": map[string]any{"voice": "en-us"},
+		"phoneme_type": "espeak", "num_speakers": 1, "phoneme_id_map": PhonemeIDMap(),
+	})
+	if err != nil {
+		panic(err) // maps of strings and numbers always encode
+	}
+	return data
 }
 
 // PiperMedium builds the model and returns its encoding. The same options

@@ -27,6 +27,9 @@ type Voice struct {
 	Key      string // en_US-lessac-medium; the name, language and quality are read from it
 	Aliases  []string
 	Speakers int // 0 is 1
+	// Model and Config, when set, are the voice's files; by default it is
+	// the demo voice.
+	Model, Config []byte
 }
 
 // Server serves a collection. Its fields are set before the first
@@ -126,7 +129,8 @@ func (s *Server) Gets(p string) int {
 func ModelURLPath(key string) string { return "/" + FilePath(key, key+".onnx") }
 
 // WriteCollection lays the voices out in root with a voices.json, in the
-// collection's format, each voice being the demo voice.
+// collection's format, each voice being the demo voice unless its Model
+// is set.
 func WriteCollection(t testing.TB, root string, voices ...Voice) {
 	t.Helper()
 	model, config := DemoFiles(t)
@@ -135,7 +139,11 @@ func WriteCollection(t testing.TB, root string, voices ...Voice) {
 		code, name, quality := split(v.Key)
 		family, region, _ := strings.Cut(code, "_")
 		files := map[string]any{}
-		for file, data := range map[string][]byte{v.Key + ".onnx": model, v.Key + ".onnx.json": config, "MODEL_CARD": []byte("# Model card for " + v.Key + "\nLicense: demo\n")} {
+		vm, vc := model, config
+		if v.Model != nil {
+			vm, vc = v.Model, v.Config
+		}
+		for file, data := range map[string][]byte{v.Key + ".onnx": vm, v.Key + ".onnx.json": vc, "MODEL_CARD": []byte("# Model card for " + v.Key + "\nLicense: demo\n")} {
 			rel := FilePath(v.Key, file)
 			p := filepath.Join(root, filepath.FromSlash(rel))
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
