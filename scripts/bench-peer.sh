@@ -14,7 +14,7 @@
 # tokens.txt written by audio/voice/peer) and the raw benchmark output
 # (var/bench-peer.txt) go under var/. MYNAH_PEER_ROUNDS (timed passes over
 # the sentences, default 3) and MYNAH_PEER_STARTS (worker starts per side,
-# default 5) trade time for steadier medians. mynah's side runs with
+# default 5, at least 3) trade time for steadier medians. mynah's side runs with
 # mynahd's C allocator tuning; MYNAH_MALLOC_TUNE=0 measures it with glibc's
 # defaults instead.
 set -euo pipefail
@@ -124,7 +124,9 @@ awk -v rounds="${MYNAH_PEER_ROUNDS:-3}" -v starts="${MYNAH_PEER_STARTS:-5}" '
     print "| metric | mynah | sherpa | mynah/sherpa |"
     print "|---|---|---|---|"
     row("synthesis per sentence (ms)", "synth-ms/sentence", 1)
-    row("model load in process, first start (ms)", "firstload-ms", 1)
+    row("model load in process, first start, no optimized copy (ms)", "firstload-ms", 1)
+    printf "| mynah voice install'"'"'s prepare, download excluded (ms) | %.1f | – | – |\n", v["mynah-prepare-ms"]
+    row("model load in process, first start after mynah voice install (ms)", "installload-ms", 1)
     row("model load in process, later starts (ms)", "load-ms", 1)
     row("process start → ready (ms)", "ready-ms", 1)
     row("peak RSS, load + 10 sentences (MB)", "peak-MB", 1)

@@ -10,7 +10,7 @@ import (
 
 // workerEnv makes the test binary a worker instead of running tests: the
 // benchmark's mynah side (role mynah) and the fakes the Worker tests talk
-// to. Re-executing the test binary keeps the mynah worker in the same
+// to, and the install's prepare (role mynah-prepare). Re-executing the test binary keeps the mynah worker in the same
 // build as the benchmark, with nothing to install.
 const workerEnv = "MYNAH_PEER_WORKER"
 
@@ -23,6 +23,8 @@ func TestMain(m *testing.M) {
 	switch role {
 	case "mynah":
 		err = mynahWorker()
+	case "mynah-prepare":
+		err = prepareWorker()
 	case "echo":
 		err = echoWorker()
 	case "fail-load":

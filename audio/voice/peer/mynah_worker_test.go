@@ -2,6 +2,7 @@ package peer_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -21,6 +22,12 @@ const (
 	// optimizedEnv is the optimized-model cache (mynahd's
 	// onnx.optimized_dir), kept across the starts.
 	optimizedEnv = "MYNAH_PEER_OPTIMIZED"
+	// wantOptimizedEnv, set to 1, makes the worker fail unless its voice
+	// loaded from the optimized copy: the start after the install's
+	// prepare must find what the prepare built.
+	wantOptimizedEnv = "MYNAH_PEER_WANT_OPTIMIZED"
+	// modelEnv is the model file the prepare role builds the copy of.
+	modelEnv = "MYNAH_PEER_MODEL"
 )
 
 // mynahWorker is the benchmark's mynah side: the voice opened the way
@@ -29,8 +36,10 @@ const (
 // onnx.threads 1 and mynahd's defaults otherwise: onnx.arena (the CPU
 // arena, given back once the engine is idle), onnx.lift_conv1d (1-D convolutions
 // lifted to 2-D, as voice.LoadPiper does by default) and
-// onnx.optimized_dir (built by the first start, used by the later ones),
-// and each sentence spoken through engine.Speak with the
+// onnx.optimized_dir with mynahd's background build (a start that finds
+// no copy loads the model as its file has it and builds the copy in the
+// background, engine.Options.OptimizeInBackground; one that finds it
+// loads it), and each sentence spoken through engine.Speak with the
 // phrase cache off. Like mynahd, the engine gives memory back while it
 // speaks (ReleaseMemory), here the Go heap's free pages: malloc_trim
 // needs cgo, which test files cannot have, and with mynahd's mmap
@@ -61,9 +70,9 @@ func mynahWorker() error {
 	start := time.Now()
 	eng, err := engine.Open(&engine.Options{
 		Runtime: rt, Dir: dir, Default: name,
-		Piper: &voice.PiperOptions{Session: &ort.SessionOptions{Provider: ort.ProviderCPU, IntraOpThreads: 1, CPUArena: true},
-			OptimizedDir: os.Getenv(optimizedEnv)},
-		ReleaseMemory: debug.FreeOSMemory,
+		Piper:                workerPiper(),
+		OptimizeInBackground: true,
+		ReleaseMemory:        debug.FreeOSMemory,
 	})
 	if err != nil {
 		return fail(err)
@@ -74,6 +83,9 @@ func mynahWorker() error {
 		return fail(err)
 	}
 	load := time.Since(start)
+	if os.Getenv(wantOptimizedEnv) == "1" && !info.Optimized {
+		return fail(fmt.Errorf("%s loaded without its optimized copy in %s", name, os.Getenv(optimizedEnv)))
+	}
 	if err := peer.WriteLine(os.Stdout, peer.Ready{
 		Ready: true, Runtime: "mynah (onnx runtime " + rt.Version() + mallocNote() + ")", LoadMS: ms(load),
 		SampleRate: info.SampleRate, BaseRSSKB: base,
@@ -88,6 +100,36 @@ func mynahWorker() error {
 		})
 		return frames, err
 	})
+}
+
+// workerPiper is how the mynah worker loads Piper voices, as mynahd does
+// with onnx.provider cpu and onnx.threads 1.
+func workerPiper() *voice.PiperOptions {
+	return &voice.PiperOptions{Session: &ort.SessionOptions{Provider: ort.ProviderCPU, IntraOpThreads: 1, CPUArena: true},
+		OptimizedDir: os.Getenv(optimizedEnv)}
+}
+
+// prepareWorker does what `mynah voice install` does after the download
+// (cmd/mynah prepareVoice): it opens ONNX Runtime and builds the voice's
+// optimized copy for this CPU (voice.OptimizePiper) into the worker's
+// optimized-model cache, then prints that whole time as one JSON line,
+// {"prepare_ms": …}, and exits.
+func prepareWorker() error {
+	start := time.Now()
+	rt, err := ort.Open(nil)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if err := voice.OptimizePiper(rt, os.Getenv(modelEnv), workerPiper()); err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(preparedLine{PrepareMS: ms(time.Since(start))})
+}
+
+// preparedLine is the prepare role's output.
+type preparedLine struct {
+	PrepareMS float64 `json:"prepare_ms"`
 }
 
 // mynahdMalloc is the C allocator's tuning mynahd applies as it loads
