@@ -66,27 +66,90 @@ failed by how much.
 Flags:
 `
 
+// quantizeFlags are mynah quantize's flags. voice install --quantize
+// takes them at their defaults (newQuantizeFlags), so that its variant is
+// the one mynah quantize --voice DIR --mode MODE makes.
+type quantizeFlags struct {
+	mode, out, kind, target, int8Format, autoMatMul, provider, voiceDir, role string
+	force, noGate, speed, conv, rest, emb                                     bool
+	bits, block, accuracy                                                     int
+}
+
+func (f *quantizeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.mode, "mode", "", "fp16-store, int8, nbits, auto or inspect")
+	fs.StringVar(&f.out, "o", "", "output model (must differ from the input)")
+	fs.BoolVar(&f.force, "force", false, "write the result even if the gate fails it")
+	fs.BoolVar(&f.noGate, "no-gate", false, "skip the quality gate (the result is not checked at all)")
+	fs.BoolVar(&f.speed, "check-speed", false, "also refuse a result more than 5% slower than the original (default on for auto)")
+	fs.StringVar(&f.kind, "kind", "", "what the gate runs: voice (Piper contract), decoder (KV cache), or empty to tell from the model's inputs")
+	fs.IntVar(&f.bits, "bits", quant.DefaultBits, "nbits: bits per weight (2 and 3 only to see the gate refuse them)")
+	fs.IntVar(&f.block, "block-size", quant.DefaultBlockSize, "nbits: weights per scale, a power of two 16..256")
+	fs.IntVar(&f.accuracy, "accuracy-level", quant.DefaultAccuracyLevel, "nbits: ONNX Runtime's accuracy_level (4 = int8 dot products)")
+	fs.StringVar(&f.target, "target", "auto", "int8: the CPU the model is for: vnni, avx2, arm64, or auto (this one, "+string(cpuclass.Host())+"); it picks --int8-format")
+	fs.StringVar(&f.int8Format, "int8-format", "", "int8: MatMul weight format s8, s8-7bit or u8 (default: the --target's)")
+	fs.BoolVar(&f.conv, "include-conv", false, "int8/auto: quantize Conv too (usually slower and noisier on CPUs)")
+	fs.BoolVar(&f.rest, "rest-fp16", false, "int8/nbits: store the remaining float weights as fp16")
+	fs.BoolVar(&f.emb, "embeddings-int8", false, "store Gather tables (embeddings) as int8 per row")
+	fs.StringVar(&f.autoMatMul, "auto-matmul", "int8", "auto: int8 or nbits for MatMuls")
+	fs.StringVar(&f.provider, "provider", "cpu", "execution provider the gate measures with (the device's)")
+	fs.StringVar(&f.voiceDir, "voice", "", "make a variant of the voice in this directory instead of writing -o")
+	fs.StringVar(&f.role, "role", "", "with --voice on a bundle: which model to quantize: decoder (default) or vocoder of a cloning bundle, model of a style bundle")
+}
+
+// newQuantizeFlags are the flags as mynah quantize --mode mode parses them.
+func newQuantizeFlags(mode string) *quantizeFlags {
+	var f quantizeFlags
+	f.register(flag.NewFlagSet("quantize", flag.ContinueOnError))
+	f.mode = mode
+	return &f
+}
+
+// settings parses what both forms share: the mode with its options,
+// and the provider the gate measures with.
+func (f *quantizeFlags) settings(stderr io.Writer) (quant.Options, ort.Provider, error) {
+	md, err := quant.ParseMode(f.mode)
+	if err != nil {
+		return quant.Options{}, "", usageError("--mode: %v", err)
+	}
+	am, err := quant.ParseMode(f.autoMatMul)
+	if err != nil {
+		return quant.Options{}, "", usageError("--auto-matmul: %v", err)
+	}
+	prov, err := ort.ParseProvider(f.provider)
+	if err != nil {
+		return quant.Options{}, "", usageError("--provider: %v", err)
+	}
+	tgt := cpuclass.Host()
+	if f.target != "auto" {
+		if tgt, err = cpuclass.Parse(f.target); err != nil {
+			return quant.Options{}, "", usageError("--target: %v (or auto)", err)
+		}
+	}
+	var i8 cpuclass.Int8Format
+	if f.int8Format != "" {
+		if i8, err = cpuclass.ParseInt8Format(f.int8Format); err != nil {
+			return quant.Options{}, "", usageError("--int8-format: %v", err)
+		}
+	}
+	return quant.Options{Mode: md, Target: tgt, Int8Format: i8, Bits: f.bits, BlockSize: f.block, AccuracyLevel: f.accuracy,
+		IncludeConv: f.conv, RestFP16: f.rest, EmbeddingsInt8: f.emb, AutoMatMul: am, Progress: progress(stderr)}, prov, nil
+}
+
+// variant is the --voice form: a precision variant of the voice in dir
+// (quantizeVoice), the speed checked too for auto.
+func (f *quantizeFlags) variant(dir string, stdout, stderr io.Writer) error {
+	qo, prov, err := f.settings(stderr)
+	if err != nil {
+		return err
+	}
+	return quantizeVoice(dir, f.role, qo, f.force, f.speed || qo.Mode == quant.ModeAuto, prov, stdout, stderr)
+}
+
 func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("quantize", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	mode := fs.String("mode", "", "fp16-store, int8, nbits, auto or inspect")
-	out := fs.String("o", "", "output model (must differ from the input)")
-	force := fs.Bool("force", false, "write the result even if the gate fails it")
-	noGate := fs.Bool("no-gate", false, "skip the quality gate (the result is not checked at all)")
-	speed := fs.Bool("check-speed", false, "also refuse a result more than 5% slower than the original (default on for auto)")
-	kind := fs.String("kind", "", "what the gate runs: voice (Piper contract), decoder (KV cache), or empty to tell from the model's inputs")
-	bits := fs.Int("bits", quant.DefaultBits, "nbits: bits per weight (2 and 3 only to see the gate refuse them)")
-	block := fs.Int("block-size", quant.DefaultBlockSize, "nbits: weights per scale, a power of two 16..256")
-	accuracy := fs.Int("accuracy-level", quant.DefaultAccuracyLevel, "nbits: ONNX Runtime's accuracy_level (4 = int8 dot products)")
-	target := fs.String("target", "auto", "int8: the CPU the model is for: vnni, avx2, arm64, or auto (this one, "+string(cpuclass.Host())+"); it picks --int8-format")
-	int8Format := fs.String("int8-format", "", "int8: MatMul weight format s8, s8-7bit or u8 (default: the --target's)")
-	conv := fs.Bool("include-conv", false, "int8/auto: quantize Conv too (usually slower and noisier on CPUs)")
-	rest := fs.Bool("rest-fp16", false, "int8/nbits: store the remaining float weights as fp16")
-	emb := fs.Bool("embeddings-int8", false, "store Gather tables (embeddings) as int8 per row")
-	autoMatMul := fs.String("auto-matmul", "int8", "auto: int8 or nbits for MatMuls")
-	provider := fs.String("provider", "cpu", "execution provider the gate measures with (the device's)")
-	voiceDir := fs.String("voice", "", "make a variant of the voice in this directory instead of writing -o")
-	role := fs.String("role", "", "with --voice on a bundle: which model to quantize: decoder (default) or vocoder of a cloning bundle, model of a style bundle")
+	var f quantizeFlags
+	f.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, quantizeUsage)
 		fs.PrintDefaults()
@@ -95,46 +158,12 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	// settings parses what both forms share: the mode with its options,
-	// and the provider the gate measures with.
-	settings := func() (quant.Options, ort.Provider, error) {
-		md, err := quant.ParseMode(*mode)
-		if err != nil {
-			return quant.Options{}, "", usageError("--mode: %v", err)
-		}
-		am, err := quant.ParseMode(*autoMatMul)
-		if err != nil {
-			return quant.Options{}, "", usageError("--auto-matmul: %v", err)
-		}
-		prov, err := ort.ParseProvider(*provider)
-		if err != nil {
-			return quant.Options{}, "", usageError("--provider: %v", err)
-		}
-		tgt := cpuclass.Host()
-		if *target != "auto" {
-			if tgt, err = cpuclass.Parse(*target); err != nil {
-				return quant.Options{}, "", usageError("--target: %v (or auto)", err)
-			}
-		}
-		var f cpuclass.Int8Format
-		if *int8Format != "" {
-			if f, err = cpuclass.ParseInt8Format(*int8Format); err != nil {
-				return quant.Options{}, "", usageError("--int8-format: %v", err)
-			}
-		}
-		return quant.Options{Mode: md, Target: tgt, Int8Format: f, Bits: *bits, BlockSize: *block, AccuracyLevel: *accuracy,
-			IncludeConv: *conv, RestFP16: *rest, EmbeddingsInt8: *emb, AutoMatMul: am, Progress: progress(stderr)}, prov, nil
-	}
-	if *voiceDir != "" {
-		if len(pos) > 0 || *out != "" {
+	if f.voiceDir != "" {
+		if len(pos) > 0 || f.out != "" {
 			return usageError("--voice takes no input model and no -o: the variant goes beside the voice")
 		}
-		qo, prov, err := settings()
-		if err != nil {
-			return err
-		}
-		if err := quantizeVoice(*voiceDir, *role, qo, *force, *speed || qo.Mode == quant.ModeAuto, prov, stdout, stderr); err != nil {
-			return fmt.Errorf("quantize --voice %s: %w", *voiceDir, err)
+		if err := f.variant(f.voiceDir, stdout, stderr); err != nil {
+			return fmt.Errorf("quantize --voice %s: %w", f.voiceDir, err)
 		}
 		return nil
 	}
@@ -146,19 +175,19 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return fmt.Errorf("quantize: %w", err)
 	}
-	if *mode == "inspect" {
+	if f.mode == "inspect" {
 		fmt.Fprint(stdout, quant.Inspect(m).String())
 		return nil
 	}
-	qo, prov, err := settings()
+	qo, prov, err := f.settings(stderr)
 	if err != nil {
 		return err
 	}
 	md := qo.Mode
-	if *out == "" {
+	if f.out == "" {
 		return usageError("quantize needs -o OUT.onnx")
 	}
-	if abs(*out) == abs(in) {
+	if abs(f.out) == abs(in) {
 		return usageError("-o must not be the input: the original is what the result is checked against")
 	}
 	qo.Dir = filepath.Dir(in)
@@ -168,21 +197,21 @@ func runQuantize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 
 	var verdict *gate.Verdict
-	if g := unjudgedRecord(res.Report, cpuclass.Host(), prov, len(cand), len(data)); g.Unjudged && !*noGate {
+	if g := unjudgedRecord(res.Report, cpuclass.Host(), prov, len(cand), len(data)); g.Unjudged && !f.noGate {
 		fmt.Fprintf(stdout, "gate [%s]: NOT JUDGED: %s\n", precisionOf(md), g.Summary)
-	} else if !*noGate {
-		if verdict, err = runGate(in, m, data, cand, md, *kind, *speed || md == quant.ModeAuto, prov); err != nil {
+	} else if !f.noGate {
+		if verdict, err = runGate(in, m, data, cand, md, f.kind, f.speed || md == quant.ModeAuto, prov); err != nil {
 			return fmt.Errorf("quality gate: %w", err)
 		}
 		fmt.Fprint(stdout, verdict.String())
 	}
-	if verdict != nil && !verdict.Pass && !*force {
+	if verdict != nil && !verdict.Pass && !f.force {
 		return fmt.Errorf("not written: %w (--force writes it anyway)", verdict.Err())
 	}
-	if err := onnx.WriteFile(*out, res.Model); err != nil {
+	if err := onnx.WriteFile(f.out, res.Model); err != nil {
 		return fmt.Errorf("quantize: %w", err)
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d bytes, %.2f× the original\n", *out, len(cand), float64(len(cand))/float64(len(data)))
+	fmt.Fprintf(stdout, "wrote %s: %d bytes, %.2f× the original\n", f.out, len(cand), float64(len(cand))/float64(len(data)))
 	if verdict != nil && guessKind(m) == "decoder" {
 		fmt.Fprintln(stdout, "note: this judged the decoder's own outputs; quantize --voice DIR on its bundle also judges the audio through encoder → decoder → vocoder")
 	}

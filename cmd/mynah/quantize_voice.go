@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +22,23 @@ import (
 	"github.com/mynah-tts/mynah/quant/onnx"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
+
+// errNothingToRewrite means the mode finds no weight of the model to
+// rewrite; nothing is written. It and refusedError are how quantize
+// --voice ends when it leaves the voice as it was, which voice install
+// --quantize says without failing the install.
+var errNothingToRewrite = errors.New("nothing to rewrite")
+
+// refusedError is quantize --voice's error for a result the quality gate
+// failed, which is not written. Its verdict wraps gate.ErrFailed and
+// names the checks that failed.
+type refusedError struct{ verdict error }
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("no variant written: %v (--force records it as failed)", e.verdict)
+}
+
+func (e *refusedError) Unwrap() error { return e.verdict }
 
 // quantizeVoice makes a precision variant of the voice in dir and records
 // it where mynahd looks (voices.precision): beside a Piper model as
@@ -71,7 +89,7 @@ func quantizeVoice(dir, role string, qo quant.Options, force bool, checkSpeed bo
 		}
 		fmt.Fprint(stdout, v.String())
 		if !v.Pass && !force {
-			return fmt.Errorf("no variant written: %w (--force records it as failed)", v.Err())
+			return &refusedError{verdict: v.Err()}
 		}
 		g = gateRecord(v, prov, len(cand), len(data), res.Report)
 	}
@@ -139,7 +157,7 @@ func quantizeBundle(dir, role string, qo quant.Options, force bool, checkSpeed b
 		}
 		fmt.Fprint(stdout, v.String())
 		if !v.Pass && !force {
-			return fmt.Errorf("no variant written: %w (--force records it as failed)", v.Err())
+			return &refusedError{verdict: v.Err()}
 		}
 	}
 	edit, err := beginVariant(b, precision, fileKey)
@@ -200,7 +218,7 @@ func quantizeBundle(dir, role string, qo quant.Options, force bool, checkSpeed b
 		if !av.Pass {
 			g.Passed, g.Summary = false, summary("audio through the whole voice: "+av.Err().Error())
 			if !force {
-				return edit.undo(fmt.Errorf("no variant written: %w (--force records it as failed)", av.Err()), path, role)
+				return edit.undo(&refusedError{verdict: av.Err()}, path, role)
 			}
 		}
 	}
@@ -402,7 +420,7 @@ func quantizeModel(m *onnx.Model, qo quant.Options, stdout io.Writer) (*quant.Re
 	}
 	fmt.Fprint(stdout, res.Report.String())
 	if len(res.Report.Rows) == 0 {
-		return nil, nil, "", fmt.Errorf("--mode %s rewrites no weight of this model (--mode inspect shows what it has)", qo.Mode)
+		return nil, nil, "", fmt.Errorf("%w: --mode %s rewrites no weight of this model (--mode inspect shows what it has)", errNothingToRewrite, qo.Mode)
 	}
 	// The variant is named by its smallest weights: nbits mode keeps
 	// narrow MatMuls in int8, and auto stores what it does not make
@@ -419,7 +437,7 @@ func quantizeModel(m *onnx.Model, qo quant.Options, stdout io.Writer) (*quant.Re
 		}
 	}
 	if qo.Mode == quant.ModeNBits && precision != bundle.PrecisionNBits {
-		return nil, nil, "", fmt.Errorf("--mode nbits: no MatMul of this model is wide enough for 4 bits (K and N at least %d); --mode int8 quantizes the narrow ones", quant.NBitsMinDim)
+		return nil, nil, "", fmt.Errorf("%w: --mode nbits: no MatMul of this model is wide enough for 4 bits (K and N at least %d); --mode int8 quantizes the narrow ones", errNothingToRewrite, quant.NBitsMinDim)
 	}
 	cand, err := onnx.Encode(res.Model)
 	if err != nil {

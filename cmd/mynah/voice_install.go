@@ -19,6 +19,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/audio/voice/catalog"
 	"github.com/mynah-tts/mynah/cmd/internal/config"
+	"github.com/mynah-tts/mynah/quant"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
@@ -88,6 +89,13 @@ for this CPU into mynahd's onnx.optimized_dir, so that mynahd's first
 load of it is as fast as every later one (--no-prepare leaves that to
 mynahd, which builds it in the background).
 
+--quantize MODE then makes a smaller variant of the voice (of one
+installed before too), as mynah quantize --voice DIR --mode MODE does:
+written beside it only if the quality gate passes it, and recorded where
+voices.precision finds it. A variant the gate refuses, or a MODE with
+nothing to rewrite in this voice, is said, and the voice stays installed
+as it is.
+
 Flags:
 `
 
@@ -100,6 +108,7 @@ func runVoiceInstall(ctx context.Context, args []string, stdout, stderr io.Write
 	timeout := fs.Duration("timeout", catalog.DefaultStallTimeout, "give up when the server sends nothing for this long (a slow download is fine)")
 	optimizedDir := fs.String("optimized-dir", "", "where to build the voice's optimized copy (default onnx.optimized_dir of mynahd's config)")
 	noPrepare := fs.Bool("no-prepare", false, "do not build the optimized copy (mynahd builds it in the background)")
+	quantize := fs.String("quantize", "", "then make a variant of the voice: fp16-store, int8, nbits or auto, kept only if\nthe quality gate passes it (as mynah quantize --voice DIR --mode MODE; default none)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, voiceInstallUsage)
 		fs.PrintDefaults()
@@ -113,6 +122,11 @@ func runVoiceInstall(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	if *timeout <= 0 {
 		return usageError("--timeout must be positive")
+	}
+	if *quantize != "" {
+		if _, err := quant.ParseMode(*quantize); err != nil {
+			return usageError("--quantize: %v", err)
+		}
 	}
 	req := pos[0]
 	bar := newProgressBar(stderr)
@@ -162,12 +176,35 @@ func runVoiceInstall(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	if res.AlreadyInstalled {
 		fmt.Fprintf(stdout, "%s is already installed in %s (mynah voice remove %s to install it again)\n", res.Key, res.Path, res.Key)
-		return nil
+	} else {
+		model := res.Record.Files[res.Key+".onnx"]
+		fmt.Fprintf(stdout, "installed %s in %s (%s, sha256 %s)\n", res.Key, res.Path, sizeString(model.SizeBytes), model.SHA256[:16])
+		if !*noPrepare {
+			prepareVoice(src.configFile, *optimizedDir, res.Key, res.Path, stderr)
+		}
 	}
-	model := res.Record.Files[res.Key+".onnx"]
-	fmt.Fprintf(stdout, "installed %s in %s (%s, sha256 %s)\n", res.Key, res.Path, sizeString(model.SizeBytes), model.SHA256[:16])
-	if !*noPrepare {
-		prepareVoice(src.configFile, *optimizedDir, res.Key, res.Path, stderr)
+	if *quantize != "" {
+		return quantizeInstalled(res.Key, res.Path, *quantize, stdout, stderr)
+	}
+	return nil
+}
+
+// quantizeInstalled makes the mode variant of the voice installed at
+// path, as mynah quantize --voice path --mode mode does, its report and
+// the gate's verdict on stdout. Whatever the quantizer decides, the voice
+// stays installed: a variant the gate refuses, or a mode with nothing to
+// rewrite, is said on stderr and is no failure of the install.
+func quantizeInstalled(key, path, mode string, stdout, stderr io.Writer) error {
+	fmt.Fprintf(stderr, "quantizing %s (--quantize %s)\n", key, mode)
+	err := newQuantizeFlags(mode).variant(path, stdout, stderr)
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		err = refused.verdict // the checks that failed, without quantize's --force
+	} else if err != nil && !errors.Is(err, errNothingToRewrite) {
+		return fmt.Errorf("voice install: %s is installed, but --quantize %s failed: %w", key, mode, err)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s is installed as it is, with no %s variant: %v\n", key, mode, err)
 	}
 	return nil
 }
