@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mynah-tts/mynah/audio/voice/catalog/catalogtest"
+	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
 	"github.com/mynah-tts/mynah/quant/benchmodel"
@@ -60,54 +61,54 @@ type firstStart struct {
 	logs          [2]string
 }
 
-// installAndStart installs benchKey with the mynah CLI into a fresh
-// voices directory, then starts the mynahd binary twice on it (the first
-// start after the install, then a later one), each time timing exec →
-// READY=1 and asking for one sentence.
+// installAndStart installs benchKey with the mynah CLI into a voices
+// directory mynahd has run on before (with the demo voice: its cache and
+// spool files exist, as on a device in use), then starts the mynahd
+// binary twice with benchKey as the default voice (the first start after
+// the install, then a later one), each time timing exec → READY=1 and
+// asking for one sentence.
 func installAndStart(t testing.TB, mynah, mynahd, collection, broker string) firstStart {
 	t.Helper()
 	dir := t.TempDir()
 	r := firstStart{optimizedDir: filepath.Join(dir, "optimized")}
 	conf := filepath.Join(dir, "mynahd.yaml")
-	if err := os.WriteFile(conf, []byte("node: den\nmqtt:\n  broker: "+broker+"\nvoices:\n  dir: "+dir+"/voices\n  default: "+benchKey+
-		"\n  catalog_url: "+collection+"voices.json\n  download_url: "+collection+
-		"\nonnx:\n  optimized_dir: "+r.optimizedDir+"\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  level: info\n"), 0o600); err != nil {
+	writeConf := func(defaultVoice string) {
+		if err := os.WriteFile(conf, []byte("node: den\nmqtt:\n  broker: "+broker+"\nvoices:\n  dir: "+dir+"/voices\n  default: "+defaultVoice+
+			"\n  catalog_url: "+collection+"voices.json\n  download_url: "+collection+
+			"\nonnx:\n  optimized_dir: "+r.optimizedDir+"\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\nlog:\n  level: info\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "voices", demo.Name), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := demo.Write(filepath.Join(dir, "voices", demo.Name), nil); err != nil {
+		t.Fatal(err)
+	}
+	writeConf(demo.Name)
+	events := collectEvents(mqtttest.Subscribe(t, broker, "mynah/den/event"))
+	startAndSay(t, mynahd, conf, broker, events, "before")
+	warm, err := fileTimes(r.optimizedDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	writeConf(benchKey)
+	var out []byte
 	start := time.Now()
-	out, err := exec.Command(mynah, "voice", "install", "--config", conf, benchKey).CombinedOutput()
+	out, err = exec.Command(mynah, "voice", "install", "--config", conf, benchKey).CombinedOutput()
 	if err != nil {
 		t.Fatalf("mynah voice install: %v\n%s", err, out)
 	}
 	r.install = time.Since(start)
-	if r.before, err = fileTimes(r.optimizedDir); err != nil || len(r.before) == 0 {
-		t.Fatalf("the install prepared nothing in %s (%v):\n%s", r.optimizedDir, err, out)
+	if r.before, err = fileTimes(r.optimizedDir); err != nil {
+		t.Fatal(err)
 	}
-	events := collectEvents(mqtttest.Subscribe(t, broker, "mynah/den/event"))
+	if len(r.before) <= len(warm) {
+		t.Fatalf("the install prepared nothing in %s:\n%s", r.optimizedDir, out)
+	}
 	for i := range 2 {
-		sd := systemdtest.New(t)
-		cmd := exec.Command(mynahd, "-config", conf)
-		var stderr lockedBuffer
-		cmd.Stderr = &stderr
-		start := time.Now()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sd.Expect("READY=1")
-		r.ready[i] = time.Since(start)
-		id := fmt.Sprintf("start%d", i)
-		mqtttest.Publish(t, broker, "mynah/den/say", fmt.Appendf(nil, `{"id":%q,"text":"The garage door is closed.","cache":false}`, id), false)
-		e := events.wait(t, id, daemon.EventStarted)
-		if e.FirstAudioMS == nil {
-			t.Fatalf("%s: started event without first_audio_ms", id)
-		}
-		r.firstAudio[i] = *e.FirstAudioMS
-		events.wait(t, id, daemon.EventFinished)
-		cmd.Process.Signal(os.Interrupt)
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("mynahd start %d: %v\n%s", i+1, err, &stderr)
-		}
-		r.logs[i] = stderr.String()
+		r.ready[i], r.firstAudio[i], r.logs[i] = startAndSay(t, mynahd, conf, broker, events, fmt.Sprintf("start%d", i))
 		if i == 0 {
 			if r.after, err = fileTimes(r.optimizedDir); err != nil {
 				t.Fatal(err)
@@ -115,6 +116,35 @@ func installAndStart(t testing.TB, mynah, mynahd, collection, broker string) fir
 		}
 	}
 	return r
+}
+
+// startAndSay starts the mynahd binary on conf, waits for READY=1, has it
+// say one sentence (uncached) as request id and stops it; it returns the
+// time to READY, the say's first_audio_ms and mynahd's log.
+func startAndSay(t testing.TB, mynahd, conf, broker string, events *eventLog, id string) (ready time.Duration, firstAudio float64, log string) {
+	t.Helper()
+	sd := systemdtest.New(t)
+	cmd := exec.Command(mynahd, "-config", conf)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sd.Expect("READY=1")
+	ready = time.Since(start)
+	mqtttest.Publish(t, broker, "mynah/den/say", fmt.Appendf(nil, `{"id":%q,"text":"The garage door is closed.","cache":false}`, id), false)
+	e := events.wait(t, id, daemon.EventStarted)
+	if e.FirstAudioMS == nil {
+		t.Fatalf("%s: started event without first_audio_ms", id)
+	}
+	events.wait(t, id, daemon.EventFinished)
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("mynahd (%s): %v\n%s", id, err, &stderr)
+	}
+	return ready, *e.FirstAudioMS, stderr.String()
 }
 
 // wait returns the event of request id in state, failing after wait.
