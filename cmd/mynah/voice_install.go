@@ -162,8 +162,7 @@ func runVoiceInstall(ctx context.Context, args []string, stdout, stderr io.Write
 		v := r.Voice
 		switch r.By {
 		case catalog.ByLanguage, catalog.ByName:
-			fmt.Fprintf(stderr, "%s: choosing %s (%s, %s, %s) of %d voices; name another to choose it (mynah voice list --available --language %s)\n",
-				req, v.Key, v.Quality, plural(v.Speakers(), "speaker"), sizeString(v.Size()), len(r.Candidates), v.Language.Code)
+			fmt.Fprintln(stderr, choiceLine(req, *quality, r))
 		case catalog.ByAlias:
 			fmt.Fprintf(stderr, "%s is %s\n", req, v.Key)
 		}

@@ -22,6 +22,39 @@ type Resolution struct {
 	// Candidates are the voices the choice was made among, chosen first
 	// (ByName and ByLanguage; one for the others).
 	Candidates []*Voice
+	// Preferred: ByLanguage, and Voice is the language's preferred voice
+	// (see Resolve), not only the first by quality, speakers and key.
+	Preferred bool
+}
+
+// preferredVoices are the voice names a language code resolves to first:
+// the voices people are pointed to for the language, so that
+// "mynah voice install en_US" installs the voice a Home Assistant guide
+// would. en_US-lessac-medium is the default of Home Assistant's Piper
+// add-on and of most Piper guides; the others are the voices the guides
+// commonly name for their language. Every entry is in the collection at
+// v1.0.0 (DefaultCatalogURL). A language without an entry, a catalog
+// (a mirror, a later release) without the voice, or a voice without the
+// quality the rule would choose, resolves by the rule alone.
+var preferredVoices = map[string]string{
+	"en_US": "lessac",
+	"en_GB": "alan",
+	"de_DE": "thorsten",
+	"fr_FR": "siwis",
+	"es_ES": "davefx",
+	"zh_CN": "huayan",
+}
+
+// preferredVoice is the voice name a language code ("en_US", "en-us")
+// resolves to first, "" for none.
+func preferredVoice(code string) string {
+	code = strings.ReplaceAll(code, "-", "_")
+	for _, c := range sortedKeys(preferredVoices) {
+		if strings.EqualFold(c, code) {
+			return preferredVoices[c]
+		}
+	}
+	return ""
 }
 
 // maxRequestLen bounds a request; nothing longer can match, and the
@@ -33,11 +66,16 @@ const maxRequestLen = 128
 // ("lessac"), or a language ("en_US", "en-us", "en"). For a name or a
 // language, quality ("" is DefaultQuality) picks among the voices, and
 // the choice is deterministic: the quality nearest the one asked for
-// (the higher of two as near), then voices of one speaker before
-// multi-speaker ones (which need a speaker named on every request), then
-// the key in byte order. Keys and aliases match exactly first, then
-// without regard to case. No match is ErrNotFound with the nearest
-// names; a voice name that two languages have is ErrAmbiguous.
+// (the higher of two as near), then, for a language code, the language's
+// preferred voice (preferredVoices: lessac for en_US), then voices of one
+// speaker before multi-speaker ones (which need a speaker named on every
+// request), then the key in byte order. A preference never outranks
+// quality (en_US at low is lessac-low where the catalog has it, else the
+// first low voice by the rest of the rule), and never a key, an alias or
+// a voice name. A family ("en") takes its voices of every region by the
+// rule, no region's preference first. Keys and aliases match exactly
+// first, then without regard to case. No match is ErrNotFound with the
+// nearest names; a voice name that two languages have is ErrAmbiguous.
 func (c *Catalog) Resolve(request, quality string) (*Resolution, error) {
 	if quality == "" {
 		quality = DefaultQuality
@@ -82,9 +120,9 @@ func (c *Catalog) Resolve(request, quality string) (*Resolution, error) {
 	}
 	switch {
 	case len(byCode) > 0:
-		return choose(byCode, quality, ByLanguage), nil
+		return choose(byCode, quality, ByLanguage, preferredVoice(lang)), nil
 	case len(byFamily) > 0:
-		return choose(byFamily, quality, ByLanguage), nil
+		return choose(byFamily, quality, ByLanguage, ""), nil
 	case len(byName) > 0:
 		var langs []string
 		for _, v := range byName {
@@ -99,7 +137,7 @@ func (c *Catalog) Resolve(request, quality string) (*Resolution, error) {
 			}
 			return nil, fmt.Errorf("%w: %q is a voice of %s; name one of %s", ErrAmbiguous, req, strings.Join(langs, ", "), strings.Join(keys, ", "))
 		}
-		return choose(byName, quality, ByName), nil
+		return choose(byName, quality, ByName, ""), nil
 	}
 	return nil, fmt.Errorf("%w: %q; nearest: %s (mynah voice list --available shows all)", ErrNotFound, req, strings.Join(c.Nearest(req, 5), ", "))
 }
@@ -112,8 +150,10 @@ func familyOf(v *Voice) string {
 	return f
 }
 
-// choose orders candidates as Resolve documents and takes the first.
-func choose(candidates []*Voice, quality, by string) *Resolution {
+// choose orders candidates as Resolve documents and takes the first;
+// preferred ("" for none) is the voice name taken first of those of the
+// nearest quality.
+func choose(candidates []*Voice, quality, by, preferred string) *Resolution {
 	want := slices.Index(qualities, quality)
 	distance := func(v *Voice) int {
 		q := slices.Index(qualities, v.Quality)
@@ -126,14 +166,22 @@ func choose(candidates []*Voice, quality, by string) *Resolution {
 		}
 		return d
 	}
+	isPreferred := func(v *Voice) bool { return preferred != "" && strings.EqualFold(v.Name, preferred) }
+	notPreferred := func(v *Voice) int {
+		if isPreferred(v) {
+			return 0
+		}
+		return 1
+	}
 	sorted := slices.Clone(candidates)
 	slices.SortStableFunc(sorted, func(a, b *Voice) int {
 		return cmp.Or(
 			cmp.Compare(distance(a), distance(b)),
+			cmp.Compare(notPreferred(a), notPreferred(b)),
 			cmp.Compare(min(a.Speakers(), 2), min(b.Speakers(), 2)),
 			strings.Compare(a.Key, b.Key))
 	})
-	return &Resolution{Voice: sorted[0], By: by, Candidates: sorted}
+	return &Resolution{Voice: sorted[0], By: by, Candidates: sorted, Preferred: isPreferred(sorted[0])}
 }
 
 // Nearest returns up to n of the catalog's keys, aliases and language
