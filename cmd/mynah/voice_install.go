@@ -20,6 +20,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice/catalog"
 	"github.com/mynah-tts/mynah/cmd/internal/config"
 	"github.com/mynah-tts/mynah/quant"
+	"github.com/mynah-tts/mynah/quant/cpuclass"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
@@ -77,8 +78,9 @@ const voiceInstallUsage = `Usage: mynah voice install NAME|ALIAS|LANGUAGE|URL [f
 Installs a Piper voice into the voices directory, where mynahd (which
 watches it) offers it at once. NAME is a catalog key (en_US-lessac-medium),
 an alias the catalog lists, or a voice name (lessac); LANGUAGE (en_US, en)
-picks the catalog's best voice of --quality for it and says which before
-downloading. URL is a direct http(s):// or file:/// URL of a NAME.onnx,
+picks the language's usual voice (lessac for en_US) in --quality, else
+the catalog's best voice of --quality for it, and says which and why
+before downloading. URL is a direct http(s):// or file:/// URL of a NAME.onnx,
 whose NAME.onnx.json lies beside it.
 
 Both files are downloaded (an interrupted download resumes), checked
@@ -178,14 +180,16 @@ func runVoiceInstall(ctx context.Context, args []string, stdout, stderr io.Write
 	} else {
 		model := res.Record.Files[res.Key+".onnx"]
 		fmt.Fprintf(stdout, "installed %s in %s (%s, sha256 %s)\n", res.Key, res.Path, sizeString(model.SizeBytes), model.SHA256[:16])
-		if !*noPrepare {
-			prepareVoice(src.configFile, *optimizedDir, res.Key, res.Path, stderr)
-		}
 	}
+	// Quantized first, prepared then: the copy built is of the variant
+	// mynahd will load.
 	if *quantize != "" {
-		return quantizeInstalled(res.Key, res.Path, *quantize, stdout, stderr)
+		err = quantizeInstalled(res.Key, res.Path, *quantize, stdout, stderr)
 	}
-	return nil
+	if !*noPrepare && (!res.AlreadyInstalled || *quantize != "") {
+		prepareVoice(src.configFile, *optimizedDir, res.Key, res.Path, stderr)
+	}
+	return err
 }
 
 // quantizeInstalled makes the mode variant of the voice installed at
@@ -210,7 +214,8 @@ func quantizeInstalled(key, path, mode string, stdout, stderr io.Writer) error {
 
 // prepareVoice builds the optimized copy of the voice installed at path
 // (voice.OptimizePiper) as mynahd loads it: the ONNX Runtime, provider,
-// threads and lifted convolutions of its config, into dir or else its
+// threads and lifted convolutions of its config and the precision
+// variant its voices.precision picks, into dir or else its
 // onnx.optimized_dir. The voice is installed either way: a copy that
 // cannot be built is said, and left to mynahd.
 func prepareVoice(configFile, dir, key, path string, stderr io.Writer) {
@@ -221,7 +226,16 @@ func prepareVoice(configFile, dir, key, path string, stderr io.Writer) {
 	if err != nil || dir == "" {
 		return // no config (already said by the install), or no copies kept
 	}
-	fmt.Fprintf(stderr, "preparing %s for this CPU in %s\n", key, dir)
+	precision, err := mynahdPrecision(cfg, key, path)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s not prepared (mynahd prepares it in the background at its first use): %v\n", key, err)
+		return
+	}
+	what := key
+	if precision != bundle.PrecisionFP32 {
+		what += " (" + precision + ")"
+	}
+	fmt.Fprintf(stderr, "preparing %s for this CPU in %s\n", what, dir)
 	start := time.Now()
 	err = func() error {
 		rt, err := ort.Open(&ort.Options{LibraryPath: cfg.ONNX.Library})
@@ -234,13 +248,40 @@ func prepareVoice(configFile, dir, key, path string, stderr io.Writer) {
 			Session:      &ort.SessionOptions{Provider: ort.Provider(cfg.ONNX.Provider), IntraOpThreads: cfg.ONNX.Threads, CPUArena: cfg.ONNX.Arena},
 			KeepConv1D:   !cfg.ONNX.LiftConv1D,
 			OptimizedDir: dir,
+			Precision:    precision,
 		})
 	}()
 	if err != nil {
 		fmt.Fprintf(stderr, "%s not prepared (mynahd prepares it in the background at its first use): %v\n", key, err)
 		return
 	}
-	fmt.Fprintf(stderr, "prepared %s in %s\n", key, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stderr, "prepared %s in %s\n", what, time.Since(start).Round(time.Millisecond))
+}
+
+// mynahdPrecision is the variant of the Piper voice key at path that
+// mynahd's config makes it load on this CPU (voices.precisions, else
+// voices.precision, for onnx.provider), as cmd/mynahd's engine chooses.
+func mynahdPrecision(cfg config.Config, key, path string) (string, error) {
+	model, err := voice.FindPiper(path)
+	if err != nil {
+		return "", err
+	}
+	want := cfg.Voices.Precision
+	if p, ok := cfg.Voices.Precisions[key]; ok {
+		want = p
+	}
+	if want == "" {
+		want = "auto"
+	}
+	provider := cfg.ONNX.Provider
+	if provider == string(ort.ProviderAuto) {
+		provider = ""
+	}
+	precision, _, err := bundle.ChoosePrecision(want, voice.PiperGates(model), provider, cpuclass.Host())
+	if precision == "" {
+		precision = bundle.PrecisionFP32
+	}
+	return precision, err
 }
 
 // checkStagedVoice is the check a downloaded voice passes before it is

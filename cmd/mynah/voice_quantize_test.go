@@ -9,8 +9,11 @@ import (
 	"testing"
 
 	"github.com/mynah-tts/mynah/audio"
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/catalog/catalogtest"
+	"github.com/mynah-tts/mynah/cmd/internal/config"
+	"github.com/mynah-tts/mynah/quant/ort"
 )
 
 // quantizeInstallKey is the voice these tests install: the demo voice,
@@ -48,12 +51,15 @@ func quantizeInstallCheckFP16(t *testing.T, dir string) {
 	}
 }
 
-// TestVoiceInstallQuantizeFP16: the voice is installed, prepared, then
-// quantized as mynah quantize --voice does: the gate's verdict and the
-// variant on stdout, the variant beside the voice, recorded as passed.
+// TestVoiceInstallQuantizeFP16: the voice is installed, quantized as
+// mynah quantize --voice does (the gate's verdict and the variant on
+// stdout, the variant beside the voice, recorded as passed), then
+// prepared: the optimized copy is of the fp16 variant mynahd's
+// voices.precision (auto) loads.
 func TestVoiceInstallQuantizeFP16(t *testing.T) {
 	_, dir, flags := voiceEnv(t)
-	out, errOut, err := install(t, flags, quantizeInstallKey, "--quantize", "fp16-store")
+	optimized := filepath.Join(t.TempDir(), "optimized")
+	out, errOut, err := install(t, append(flags, "--optimized-dir", optimized), quantizeInstallKey, "--quantize", "fp16-store")
 	if err != nil {
 		t.Fatalf("%v\n%s%s", err, out, errOut)
 	}
@@ -64,8 +70,25 @@ func TestVoiceInstallQuantizeFP16(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
 	}
-	if p, q := strings.Index(errOut, "prepared "+quantizeInstallKey), strings.Index(errOut, "quantizing "+quantizeInstallKey); p < 0 || q < p {
-		t.Errorf("stderr does not say it prepared the voice, then quantized it:\n%s", errOut)
+	// The copy prepared is of the variant mynahd's voices.precision
+	// (auto) picks: the fp16 one, made first.
+	if q, p := strings.Index(errOut, "quantizing "+quantizeInstallKey), strings.Index(errOut, "prepared "+quantizeInstallKey+" (fp16)"); q < 0 || p < q {
+		t.Errorf("stderr does not say it quantized the voice, then prepared its fp16 variant:\n%s", errOut)
+	}
+	def := config.Default().ONNX
+	p, err := voice.LoadPiper(enginetest.OpenRuntime(t), filepath.Join(dir, quantizeInstallKey), &voice.PiperOptions{
+		Session:       &ort.SessionOptions{Provider: ort.Provider(def.Provider), IntraOpThreads: def.Threads, CPUArena: def.Arena},
+		KeepConv1D:    !def.LiftConv1D,
+		OptimizedDir:  optimized,
+		OptimizeLater: true,
+		Precision:     "fp16",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if !p.Info().Optimized {
+		t.Error("the fp16 variant's first load after the install did not find the prepared copy")
 	}
 	quantizeInstallCheckFP16(t, dir)
 }

@@ -243,7 +243,7 @@ func (c *Client) checkRoom(staging string, files []fileSpec) error {
 	}
 	free, ok := freeBytes(staging)
 	if ok && need > free {
-		return fmt.Errorf("%w: the voice needs %d more bytes, %s has %d free", ErrDiskFull, need, c.dir, free)
+		return fmt.Errorf("%w: the voice needs %d more bytes, %s has %d free (free some space there and install again)", ErrDiskFull, need, c.dir, free)
 	}
 	return nil
 }
