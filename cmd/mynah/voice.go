@@ -19,8 +19,9 @@ const voiceUsage = `Usage:
   mynah voice demo [--kind piper|cloning|style] --out DIR
                                build a demo voice (deterministic, ~robotic)
   mynah voice info PATH        describe the Piper voice at PATH
-  mynah voice install NAME|ALIAS|LANGUAGE|URL [--quality medium]
-                               download a Piper voice from the catalog (or a URL)
+  mynah voice install NAME|ALIAS|LANGUAGE|URL [--quality medium] [--quantize MODE]
+                               download a Piper voice from the catalog (or a URL),
+                               check it and prepare it for this CPU
   mynah voice list [--available] [--language en_US]
                                list the installed voices (and the catalog's)
   mynah voice remove NAME      remove an installed voice
