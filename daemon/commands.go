@@ -18,12 +18,17 @@ func (d *Daemon) handle(m Message) {
 		ack = func() {}
 	}
 	if m.Topic == d.topics.say && !m.Retained {
-		d.say(m.Payload, "", m.Redelivered, ack) // acknowledges once spooled
+		d.say(m.Payload, "", "", m.Redelivered, ack) // acknowledges once spooled
+		return
+	}
+	group, gcmd, isGroup := d.groupCommand(m.Topic)
+	if isGroup && gcmd == groupSay && !m.Retained {
+		d.say(m.Payload, "", group, m.Redelivered, ack)
 		return
 	}
 	owner, command, isOwner := d.topics.owner(m.Topic)
 	if isOwner && command == cmdSay && !m.Retained {
-		d.say(m.Payload, owner, m.Redelivered, ack)
+		d.say(m.Payload, owner, "", m.Redelivered, ack)
 		return
 	}
 	// Control commands act at once and are not spooled: a stop or a
@@ -43,6 +48,19 @@ func (d *Daemon) handle(m Message) {
 		// is open" forever.
 		d.stats.retainedIgnored.Add(1)
 		d.log.Debug("ignoring retained command", "topic", m.Topic)
+		return
+	}
+	if isGroup {
+		switch gcmd {
+		case groupStop:
+			d.stop()
+		case groupVolume:
+			d.setVolume(m.Payload)
+		case groupSync:
+			d.groupSynced(group, m.Payload)
+		default:
+			d.log.Debug("ignoring message on unknown group topic", "topic", m.Topic)
+		}
 		return
 	}
 	switch m.Topic {
@@ -84,24 +102,31 @@ func (d *Daemon) handle(m Message) {
 	}
 }
 
-func (d *Daemon) say(payload []byte, owner string, redelivered bool, ack func()) {
+func (d *Daemon) say(payload []byte, owner, group string, redelivered bool, ack func()) {
 	d.stats.received.Add(1)
 	r, err := DecodeSay(payload, d.now(), &d.decode)
+	r.Group = group
 	if owner != "" {
 		if oerr := ValidateName(owner); oerr != nil {
 			err, owner = &DecodeError{Reason: ReasonBadName, Field: "owner", Err: oerr}, ""
 		}
 	}
+	r.Owner = owner
 	if err != nil {
 		reason := ReasonInvalidJSON
 		if de := (*DecodeError)(nil); errors.As(err, &de) {
 			reason = de.Reason
 		}
-		d.emitFailed(r.ID, owner, "", reason, err)
+		d.refuse(&r, reason, err)
 		ack()
 		return
 	}
-	r.Owner, r.redelivered = owner, redelivered
+	if !r.PlayAt.IsZero() && d.now().Sub(r.PlayAt) > d.opts.MaxLate {
+		d.refuse(&r, ReasonLate, fmt.Errorf("play_at was %.3f s ago, later than the %v a request may start late (groups.max_late)", d.now().Sub(r.PlayAt).Seconds(), d.opts.MaxLate))
+		ack()
+		return
+	}
+	r.redelivered = redelivered
 	if r.TTL == 0 {
 		r.TTL = d.opts.DefaultTTL
 	}
@@ -118,17 +143,18 @@ func (d *Daemon) say(payload []byte, owner string, redelivered bool, ack func())
 	install := false
 	if r.Voice != "" && !slices.Contains(d.voices, r.Voice) {
 		if d.opts.Installer == nil || !d.opts.Installer.Installable(r.Voice) {
-			d.emitFailed(r.ID, owner, "", ReasonUnknownVoice, fmt.Errorf("%w %q", ErrUnknownVoice, r.Voice))
+			d.refuse(&r, ReasonUnknownVoice, fmt.Errorf("%w %q", ErrUnknownVoice, r.Voice))
 			ack()
 			return
 		}
 		install = true
 	}
 	if err := d.checkChime(&r); err != nil {
-		d.emitFailed(r.ID, owner, "", ReasonBadField, err)
+		d.refuse(&r, ReasonBadField, err)
 		ack()
 		return
 	}
+	d.agreeLocked(&r)
 	if install {
 		d.awaitVoiceLocked(r, false)
 		if r.spool == nil {
@@ -145,6 +171,13 @@ func (d *Daemon) say(payload []byte, owner string, redelivered bool, ack func())
 	// Spooled even when the queue pushed it out at once: its dropped
 	// event's release waits for the write, so the record cannot outlive it.
 	d.spool(&r, payload, ack)
+}
+
+// refuse reports a say that is not queued.
+func (d *Daemon) refuse(r *Request, reason string, err error) {
+	e := d.failedEvent(r.ID, r.Owner, "", reason, err)
+	e.Group = r.Group
+	d.emit(e)
 }
 
 // pushLocked queues r, reports what happened as events, and says whether

@@ -65,6 +65,9 @@ type Daemon struct {
 	// deletes counts the publisher's spool deletes of delivered events.
 	deletes sync.WaitGroup
 
+	// agreed holds the play_at instants of group requests (group.go).
+	agreed agreements
+
 	work         chan struct{} // a request was queued
 	out          *outbox
 	stateDue     chan struct{}
@@ -144,7 +147,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.replay()
 	}
 	var err error
-	if err = d.opts.Transport.Subscribe(d.topics.filters(), d.handle, d.Connected); err != nil {
+	if err = d.opts.Transport.Subscribe(append(d.topics.filters(), d.groupFilters()...), d.handle, d.Connected); err != nil {
 		err = fmt.Errorf("subscribe: %w", err)
 	} else {
 		d.log.Info("daemon running", "topics", d.topics.base+"/#", "queue", d.opts.QueueSize)

@@ -42,6 +42,18 @@ type Event struct {
 	// and Command event entities tell the two apart by it.
 	Command string `json:"command,omitempty"`
 	Owner   string `json:"owner,omitempty"`
+	// Group is the group of a group announcement (mynah/group/<group>/say):
+	// each member answers on its own event topic, under the request's id.
+	Group string `json:"group,omitempty"`
+	// PlayAt is the instant a timed request's first sample was to reach
+	// the DAC, in Unix milliseconds (started, finished, and dropped late).
+	PlayAt *float64 `json:"play_at,omitempty"`
+	// LateMS is how late the first sample reached the DAC against PlayAt,
+	// as measured after it was placed (negative: early); Clock says whose
+	// time that is: ClockDAC (the device's queue and latency) or
+	// ClockSystem (a sink without one: the system clock at the write).
+	LateMS *float64 `json:"late_ms,omitempty"`
+	Clock  string   `json:"clock,omitempty"`
 	// FirstAudioMS is received → first PCM accepted by the sink (started
 	// and finished events).
 	FirstAudioMS *float64 `json:"first_audio_ms,omitempty"`
@@ -255,6 +267,9 @@ func (d *Daemon) enqueue(p *pending) {
 // (spool.go); without a spool record the event waits in memory only.
 func (d *Daemon) finish(r *Request, e Event) {
 	e.Time = d.now()
+	if e.Group == "" {
+		e.Group = r.Group
+	}
 	p := &pending{e: e, terminal: true}
 	if st := r.spool; st != nil {
 		st.once.Do(func() { d.settle(st, p) })

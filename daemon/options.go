@@ -123,6 +123,19 @@ type Options struct {
 	// DownloadTimeout is how long a say waits for its voice to be
 	// installed (default 30 s) before it fails voice_downloading.
 	DownloadTimeout time.Duration
+	// Groups are the groups this daemon is a member of: it also takes
+	// mynah/group/<group>/say, stop and volume/set (see group.go). At
+	// most MaxGroups, each valid for ValidateGroup.
+	Groups []string
+	// GroupLead is how far ahead a member sets play_at for a group
+	// request that has none (default 500 ms): time enough for every member
+	// to prepare the first sentence.
+	GroupLead time.Duration
+	// MaxLate is how late a timed request may start (default 50 ms): up
+	// to it, it starts into its first sentence at the offset it would
+	// have reached; later, it is dropped with reason late. Negative means
+	// none: a request that would start late at all is dropped.
+	MaxLate time.Duration
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -157,8 +170,19 @@ func (o *Options) withDefaults() (Options, error) {
 	case out.DefaultVolume != nil && !(*out.DefaultVolume >= 0 && *out.DefaultVolume <= 1):
 		return bad("DefaultVolume %g is outside 0..1", *out.DefaultVolume)
 	case out.DefaultTTL < 0, out.StateInterval < 0, out.DedupeWindow < 0, out.PublishTimeout < 0,
-		out.ShutdownTimeout < 0, out.WriteBlock < 0, out.OutboxSize < 0, out.DedupeIDs < 0, out.DownloadTimeout < 0:
+		out.ShutdownTimeout < 0, out.WriteBlock < 0, out.OutboxSize < 0, out.DedupeIDs < 0, out.DownloadTimeout < 0,
+		out.GroupLead < 0:
 		return bad("durations and sizes must not be negative")
+	case len(out.Groups) > MaxGroups:
+		return bad("%d groups, over the limit of %d", len(out.Groups), MaxGroups)
+	}
+	for i, g := range out.Groups {
+		if err := ValidateGroup(g); err != nil {
+			return bad("Groups[%d]: %v", i, err)
+		}
+		if slices.Contains(out.Groups[:i], g) {
+			return bad("Groups: %q twice", g)
+		}
 	}
 	if out.DefaultVoice != "" {
 		if err := ValidateName(out.DefaultVoice); err != nil {
@@ -178,6 +202,12 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&out.ShutdownTimeout, DefaultShutdownTimeout)
 	setDefault(&out.WriteBlock, DefaultWriteBlock)
 	setDefault(&out.DownloadTimeout, DefaultDownloadTimeout)
+	setDefault(&out.GroupLead, DefaultGroupLead)
+	if out.MaxLate == 0 {
+		out.MaxLate = DefaultMaxLate
+	} else if out.MaxLate < 0 {
+		out.MaxLate = 0
+	}
 	setDefault(&out.Model, "mynahd")
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)

@@ -70,7 +70,16 @@ type Request struct {
 	Chime string
 	// Owner is the household member from the topic mynah/<node>/u/<owner>/say;
 	// "" for mynah/<node>/say. DecodeSay never sets it.
-	Owner    string
+	Owner string
+	// Group is the group of a group announcement (from the topic
+	// mynah/group/<group>/say); "" for a node's own. DecodeSay never sets
+	// it.
+	Group string
+	// PlayAt is when the first sample is to reach the DAC ("play_at",
+	// Unix milliseconds): every member of a group starts at this instant.
+	// Zero means as soon as possible (a group announcement's members then
+	// agree on one; see group.go).
+	PlayAt   time.Time
 	Received time.Time
 
 	// idGenerated marks ids the daemon made up: they cannot repeat, so the
@@ -91,6 +100,8 @@ const (
 	DefaultMaxTextRunes    = 5000
 	DefaultMaxDepth        = 8
 	DefaultMaxTTL          = 24 * time.Hour
+	// MaxPlayAhead bounds how far ahead a play_at may lie.
+	MaxPlayAhead = 5 * time.Minute
 	// MaxNameBytes bounds voice, speaker, id, session and owner names.
 	MaxNameBytes = 64
 	// MinRate and MaxRate bound the speaking rate.
@@ -174,6 +185,8 @@ const (
 	ReasonReenroll       = "reenroll"        // enrolled with another speaker encoder: enroll again
 	ReasonBadAudio       = "bad_audio"       // reference audio not base64, not a valid WAV, or unusable
 	ReasonBusy           = "busy"            // too many enrollments waiting
+	ReasonBadPlayAt      = "bad_play_at"     // play_at not a number of Unix milliseconds, or over MaxPlayAhead ahead
+	ReasonLate           = "late"            // could not start within Options.MaxLate of its play_at
 	// ReasonVoiceDownloading: the voice is a catalog voice being installed
 	// on demand (Options.Installer) and was not there within
 	// Options.DownloadTimeout; the install goes on, and a request after it
@@ -362,6 +375,20 @@ func decodeFields(r *Request, f map[string]json.RawMessage, o *DecodeOptions) er
 			return decodeErr(ReasonBadRate, "rate", "%g is outside %g..%g", v, MinRate, MaxRate)
 		}
 		r.Rate = v
+	}
+	if v, ok, err := numberField(f, "play_at", ReasonBadPlayAt); err != nil {
+		return err
+	} else if ok {
+		at := time.UnixMicro(int64(math.Round(v * 1000)))
+		switch {
+		case v > 0 && v < 1e11:
+			return decodeErr(ReasonBadPlayAt, "play_at", "%s is too small for Unix milliseconds (seconds? multiply by 1000)", strconv.FormatFloat(v, 'f', -1, 64))
+		case v <= 0 || v >= 1e15:
+			return decodeErr(ReasonBadPlayAt, "play_at", "%s is not an instant in Unix milliseconds", strconv.FormatFloat(v, 'f', -1, 64))
+		case at.Sub(r.Received) > MaxPlayAhead:
+			return decodeErr(ReasonBadPlayAt, "play_at", "is %.1f s ahead, over the limit of %v (MaxPlayAhead): is the sender's clock right?", at.Sub(r.Received).Seconds(), MaxPlayAhead)
+		}
+		r.PlayAt = at
 	}
 	if v, ok, err := numberField(f, "ttl", ReasonBadTTL); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -60,6 +61,10 @@ func TestDecodeSayAccepts(t *testing.T) {
 		{"rate bounds", `{"text":"a","rate":4}`, Request{Text: "a", Priority: PriorityNormal, Rate: 4}},
 		{"escaped text", `{"text":"a\nb \u00e9"}`, Request{Text: "a\nb é", Priority: PriorityNormal, Rate: 1}},
 		{"depth at limit", `{"text":"a","x":[[[[[[[1]]]]]]]}`, Request{Text: "a", Priority: PriorityNormal, Rate: 1}},
+		{"play_at", fmt.Sprintf(`{"text":"a","play_at":%d}`, t0.UnixMilli()+500), Request{Text: "a", Priority: PriorityNormal, Rate: 1, PlayAt: time.UnixMicro(t0.UnixMicro() + 500_000)}},
+		{"play_at fractional ms", fmt.Sprintf(`{"text":"a","play_at":%d.25}`, t0.UnixMilli()+500), Request{Text: "a", Priority: PriorityNormal, Rate: 1, PlayAt: time.UnixMicro(t0.UnixMicro() + 500_250)}},
+		// In the past is not a decoding matter: the daemon says late.
+		{"play_at in the past", fmt.Sprintf(`{"text":"a","play_at":%d}`, t0.UnixMilli()-3000), Request{Text: "a", Priority: PriorityNormal, Rate: 1, PlayAt: time.UnixMicro(t0.UnixMicro() - 3_000_000)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,6 +148,13 @@ func TestDecodeSayRejects(t *testing.T) {
 		{"volume above 1", []byte(`{"text":"a","volume":1.5}`), ReasonBadVolume, "volume", ""},
 		{"volume 1e309", []byte(`{"text":"a","volume":-1e309}`), ReasonBadVolume, "volume", ""},
 		{"ttl zero", []byte(`{"text":"a","ttl":0}`), ReasonBadTTL, "ttl", ""},
+		{"play_at a string", []byte(`{"text":"a","play_at":"soon"}`), ReasonBadField, "play_at", ""},
+		{"play_at NaN", []byte(`{"text":"a","play_at":1e999}`), ReasonBadPlayAt, "play_at", ""},
+		{"play_at zero", []byte(`{"text":"a","play_at":0}`), ReasonBadPlayAt, "play_at", ""},
+		{"play_at negative", []byte(`{"text":"a","play_at":-5}`), ReasonBadPlayAt, "play_at", ""},
+		{"play_at in seconds, not ms", []byte(fmt.Sprintf(`{"text":"a","play_at":%d}`, t0.Unix())), ReasonBadPlayAt, "play_at", ""},
+		{"play_at an hour ahead", []byte(fmt.Sprintf(`{"text":"a","play_at":%d}`, t0.Add(time.Hour).UnixMilli())), ReasonBadPlayAt, "play_at", ""},
+		{"play_at in microseconds", []byte(fmt.Sprintf(`{"text":"a","play_at":%d}`, t0.UnixMicro())), ReasonBadPlayAt, "play_at", ""},
 		{"ttl a year", []byte(`{"text":"a","ttl":31536000}`), ReasonBadTTL, "ttl", ""},
 		{"priority unknown", []byte(`{"text":"a","priority":"urgent"}`), ReasonBadPriority, "priority", ""},
 		{"chime a number", []byte(`{"text":"a","chime":1}`), ReasonBadField, "chime", ""},
@@ -414,6 +426,7 @@ func FuzzDecodeSay(f *testing.F) {
 		"{\"id\":\"u\",\"text\":\"\xe9\"}",
 		`{"text":"a","chime":false}`, `{"text":"a","chime":"door"}`, `{"text":"a","chime":""}`, `{"text":"a","chime":[1]}`,
 		`{"temperature": 21}`,
+		`{"text":"a","play_at":1767323045500}`, `{"text":"a","play_at":"now"}`, `{"text":"a","play_at":1e300}`, `{"text":"a","play_at":1767323045}`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))

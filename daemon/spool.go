@@ -92,21 +92,36 @@ func encodeSpoolRecord(r *Request, payload []byte) []byte {
 	b := make([]byte, 0, 2+2*binary.MaxVarintLen16+len(r.ID)+len(r.Owner)+len(payload))
 	var flags byte
 	if r.idGenerated {
-		flags |= 1
+		flags |= spoolIDGenerated
+	}
+	if r.Group != "" {
+		flags |= spoolGroup
 	}
 	b = append(b, spoolRecordVersion, flags)
 	b = binary.AppendUvarint(b, uint64(len(r.ID)))
 	b = append(b, r.ID...)
 	b = binary.AppendUvarint(b, uint64(len(r.Owner)))
 	b = append(b, r.Owner...)
+	if r.Group != "" {
+		b = binary.AppendUvarint(b, uint64(len(r.Group)))
+		b = append(b, r.Group...)
+	}
 	return append(b, payload...)
 }
+
+// Flags of a spool record: the id was made up, a group field follows the
+// owner (a group announcement; records of mynahd before groups have none).
+const (
+	spoolIDGenerated = 1 << iota
+	spoolGroup
+)
 
 // spooledRequest is a decoded spool record.
 type spooledRequest struct {
 	id          string
 	idGenerated bool
 	owner       string
+	group       string
 	payload     []byte
 }
 
@@ -125,10 +140,10 @@ func decodeSpoolRecord(b []byte) (spooledRequest, error) {
 		return bad("%d bytes is too short", len(b))
 	case b[0] != spoolRecordVersion:
 		return bad("version %d, want %d", b[0], spoolRecordVersion)
-	case b[1]&^1 != 0:
+	case b[1]&^(spoolIDGenerated|spoolGroup) != 0:
 		return bad("unknown flags %#x", b[1])
 	}
-	s.idGenerated = b[1]&1 != 0
+	s.idGenerated = b[1]&spoolIDGenerated != 0
 	rest := b[2:]
 	field := func() (string, bool) {
 		n, w := binary.Uvarint(rest)
@@ -152,6 +167,14 @@ func decodeSpoolRecord(b []byte) (spooledRequest, error) {
 	if s.owner != "" {
 		if err := ValidateName(s.owner); err != nil {
 			return bad("owner: %v", err)
+		}
+	}
+	if b[1]&spoolGroup != 0 {
+		if s.group, ok = field(); !ok {
+			return bad("group damaged")
+		}
+		if err := ValidateGroup(s.group); err != nil {
+			return bad("group: %v", err)
 		}
 	}
 	s.payload = rest
@@ -345,7 +368,7 @@ func (d *Daemon) decodeSpooled(rec SpoolRecord) (Request, error) {
 		return Request{ID: spooledID(rec.Key, rec.Received), Received: rec.Received}, err
 	}
 	r, err := DecodeSay(s.payload, rec.Received, &d.decode)
-	r.ID, r.idGenerated, r.Owner = s.id, s.idGenerated, s.owner
+	r.ID, r.idGenerated, r.Owner, r.Group = s.id, s.idGenerated, s.owner, s.group
 	if err != nil {
 		return r, err
 	}

@@ -236,13 +236,14 @@ func TestSpoolRecordRoundTrip(t *testing.T) {
 		{ID: "kitchen-1"},
 		{ID: "0011223344556677", idGenerated: true, Owner: "anna"},
 		{ID: strings.Repeat("x", MaxNameBytes), Owner: strings.Repeat("o", MaxNameBytes)},
+		{ID: "all-1", Group: "downstairs"},
 	} {
 		payload := []byte(`{"text":"Dinner is ready."}`)
 		got, err := decodeSpoolRecord(encodeSpoolRecord(&r, payload))
 		if err != nil {
 			t.Fatalf("%+v: %v", r, err)
 		}
-		if got.id != r.ID || got.idGenerated != r.idGenerated || got.owner != r.Owner || string(got.payload) != string(payload) {
+		if got.id != r.ID || got.idGenerated != r.idGenerated || got.owner != r.Owner || got.group != r.Group || string(got.payload) != string(payload) {
 			t.Errorf("round trip of %+v gave %+v", r, got)
 		}
 	}
@@ -258,6 +259,8 @@ func TestDecodeSpoolRecordRejects(t *testing.T) {
 		{"version only", []byte{1}},
 		{"other version", append([]byte{2}, good[1:]...)},
 		{"unknown flag", append([]byte{1, 4}, good[2:]...)},
+		{"group flag without a group", append([]byte{1, 2}, good[2:]...)},
+		{"bad group", encodeSpoolRecord(&Request{ID: "a", Group: "up+stairs"}, []byte("hi"))},
 		{"no id", []byte{1, 0, 0, 0}},
 		{"id longer than the record", []byte{1, 0, 50, 'a'}},
 		{"id over MaxNameBytes", append([]byte{1, 0, MaxNameBytes + 1}, make([]byte, MaxNameBytes+3)...)},
@@ -279,6 +282,7 @@ func TestDecodeSpoolRecordRejects(t *testing.T) {
 func FuzzDecodeSpoolRecord(f *testing.F) {
 	f.Add(encodeSpoolRecord(&Request{ID: "a", Owner: "b"}, []byte("hi")))
 	f.Add(encodeSpoolRecord(&Request{ID: "0011223344556677", idGenerated: true}, []byte(`{"text":"x"}`)))
+	f.Add(encodeSpoolRecord(&Request{ID: "g1", Group: "downstairs"}, []byte(`{"text":"x","play_at":1}`)))
 	f.Add([]byte{1, 0, 0x80})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -289,9 +293,9 @@ func FuzzDecodeSpoolRecord(f *testing.F) {
 			}
 			return
 		}
-		r := Request{ID: s.id, idGenerated: s.idGenerated, Owner: s.owner}
+		r := Request{ID: s.id, idGenerated: s.idGenerated, Owner: s.owner, Group: s.group}
 		again, err := decodeSpoolRecord(encodeSpoolRecord(&r, s.payload))
-		if err != nil || again.id != s.id || again.owner != s.owner || string(again.payload) != string(s.payload) {
+		if err != nil || again.id != s.id || again.owner != s.owner || again.group != s.group || string(again.payload) != string(s.payload) {
 			t.Fatalf("re-encoding %+v gave %+v, %v", s, again, err)
 		}
 	})
