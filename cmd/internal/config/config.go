@@ -77,6 +77,8 @@ type Config struct {
 	Announce Announce `yaml:"announce"`
 	// Text is how a request's text is read before it is spoken.
 	Text Text `yaml:"text"`
+	// Groups are the speaker groups this node plays in sync with others.
+	Groups Groups `yaml:"groups"`
 
 	// WatchdogStall is how long one synthesis step or one audio write may
 	// block before mynahd stops its systemd watchdog pings (and systemd,
@@ -112,6 +114,38 @@ type Text struct {
 	// Emoji is drop (default): emoji are not read, or name: read by their
 	// Unicode names (English voices; others drop them).
 	Emoji string `yaml:"emoji"`
+}
+
+// Groups is the groups section: the speaker groups this node belongs to.
+// Every member of a group subscribes to mynah/group/<name>/say, stop and
+// volume/set, and a group request carries play_at, the instant at which
+// every member's first sample reaches its DAC. The members' clocks must
+// agree, so every speaker of a group should take its time from the same
+// LAN time server (chrony or another NTP client).
+//
+// The section is a list of names, groups: [downstairs, all], which leaves
+// the other keys at their defaults, or a mapping of the keys below
+// (Groups.UnmarshalYAML).
+type Groups struct {
+	// Names are the groups, each 1 to MaxGroupNameLen ASCII letters,
+	// digits, "-" and "_" (a topic level: no MQTT wildcards or "/"), no
+	// name twice, at most MaxGroups. Default none.
+	Names []string `yaml:"names"`
+	// Lead is how far ahead of now the first member to see a group request
+	// without play_at sets its play_at, so that every member has the time
+	// to receive the request and synthesize the first sentence (the phrase
+	// cache makes a repeated announcement quicker). 50ms to 10s, default
+	// 500ms.
+	Lead time.Duration `yaml:"lead"`
+	// MaxLate is how late a member may be at play_at and still join: up to
+	// this late it starts into the clip at the offset the others have
+	// reached; later it skips the request. 0s to 1s, default 50ms.
+	MaxLate time.Duration `yaml:"max_late"`
+	// ClockCheck is how often mynahd checks that the system clock is
+	// synchronized (by the kernel's NTP state, which chrony, ntpd and
+	// systemd-timesyncd keep). 0s never checks, else 10s to 24h.
+	// Default 5m.
+	ClockCheck time.Duration `yaml:"clock_check"`
 }
 
 // Wyoming is the wyoming section.
@@ -415,6 +449,12 @@ func Default() Config {
 		Wyoming:  Wyoming{MaxConnections: wyoming.DefaultMaxConnections, Zeroconf: true},
 		Announce: Announce{Chimes: map[string]string{}, Priority: map[string]string{"alert": "two_tone"}},
 		Text:     Text{Normalize: true, Emoji: "drop"},
+		Groups: Groups{
+			Names:      []string{},
+			Lead:       500 * time.Millisecond,
+			MaxLate:    50 * time.Millisecond,
+			ClockCheck: 5 * time.Minute,
+		},
 		Audio: Audio{
 			Volume:          1,
 			WriteTimeout:    2 * time.Second,

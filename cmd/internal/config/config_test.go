@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,6 +144,24 @@ func TestValidate(t *testing.T) {
 		{"watchdog_stall", func(c *Config) { c.WatchdogStall = 0 }},
 		{"watchdog_stall", func(c *Config) { c.WatchdogStall = 2 * time.Hour }},
 		{"watchdog_stall", func(c *Config) { c.WatchdogStall = 2 * time.Second }}, // = audio.write_timeout
+		{"groups.names[1]", func(c *Config) { c.Groups.Names = []string{"all", "up+stairs"} }},
+		{"groups.names[0]", func(c *Config) { c.Groups.Names = []string{"floor#1"} }},
+		{"groups.names[0]", func(c *Config) { c.Groups.Names = []string{"house/down"} }},
+		{"groups.names[0]", func(c *Config) { c.Groups.Names = []string{"$SYS"} }},
+		{"groups.names[0]", func(c *Config) { c.Groups.Names = []string{"living room"} }},
+		{"groups.names[0]", func(c *Config) { c.Groups.Names = []string{"küche"} }},
+		{"groups.names[0]", func(c *Config) { c.Groups.Names = []string{""} }},
+		{"groups.names[0]", func(c *Config) { c.Groups.Names = []string{strings.Repeat("g", MaxGroupNameLen+1)} }},
+		{"groups.names[2]", func(c *Config) { c.Groups.Names = []string{"all", "up", "all"} }},
+		{"groups.names", func(c *Config) { c.Groups.Names = groupNames(MaxGroups + 1) }},
+		{"groups.lead", func(c *Config) { c.Groups.Lead = 0 }},
+		{"groups.lead", func(c *Config) { c.Groups.Lead = 49 * time.Millisecond }},
+		{"groups.lead", func(c *Config) { c.Groups.Lead = 11 * time.Second }},
+		{"groups.max_late", func(c *Config) { c.Groups.MaxLate = -time.Millisecond }},
+		{"groups.max_late", func(c *Config) { c.Groups.MaxLate = 2 * time.Second }},
+		{"groups.clock_check", func(c *Config) { c.Groups.ClockCheck = -time.Second }},
+		{"groups.clock_check", func(c *Config) { c.Groups.ClockCheck = 5 * time.Second }},
+		{"groups.clock_check", func(c *Config) { c.Groups.ClockCheck = 25 * time.Hour }},
 		{"log.level", func(c *Config) { c.Log.Level = "trace" }},
 		{"log.level", func(c *Config) { c.Log.Level = "INFO" }},
 		{"log.format", func(c *Config) { c.Log.Format = "xml" }},
@@ -211,12 +230,51 @@ func TestValidateAccepts(t *testing.T) {
 		func(c *Config) { c.Audio.Volume, c.Audio.SentenceSilence, c.Audio.Fallback = 0, 0, "null" },
 		func(c *Config) { c.Queue.Size, c.Queue.DefaultTTL = MaxQueueSize, time.Second },
 		func(c *Config) { c.Log.Level, c.Log.Format = "debug", "journal" },
+		func(c *Config) { c.Groups.Names = []string{"downstairs", "all", "Floor_2", "x-1", "0"} },
+		func(c *Config) { c.Groups.Names = []string{strings.Repeat("g", MaxGroupNameLen)} },
+		func(c *Config) { c.Groups.Names = groupNames(MaxGroups) },
+		func(c *Config) { c.Groups.Names = []string{"all", "All"} }, // topics are case-sensitive
+		func(c *Config) { c.Groups.Names = nil },
+		func(c *Config) { c.Groups.Lead, c.Groups.MaxLate, c.Groups.ClockCheck = 50*time.Millisecond, 0, 0 },
+		func(c *Config) {
+			c.Groups.Lead, c.Groups.MaxLate, c.Groups.ClockCheck = 10*time.Second, time.Second, 10*time.Second
+		},
+		func(c *Config) { c.Groups.ClockCheck = 24 * time.Hour },
 	}
 	for i, change := range tests {
 		c := Default()
 		change(&c)
 		if err := c.Validate(); err != nil {
 			t.Errorf("case %d: Validate() = %v", i, err)
+		}
+	}
+}
+
+// groupNames returns n distinct valid group names.
+func groupNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = "g" + strconv.Itoa(i)
+	}
+	return names
+}
+
+func TestValidateGroupNameMessages(t *testing.T) {
+	for _, tt := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"all", "up+stairs"},
+			`groups.names[1]: "up+stairs": a group name may hold letters, digits, - and _ only (no MQTT wildcards + # or /)`},
+		{[]string{"all", "up", "all"}, `groups.names[2]: "all" is groups.names[0] again`},
+		{[]string{""}, "groups.names[0]: must not be empty"},
+		{[]string{strings.Repeat("g", 65)}, "groups.names[0]: 65 characters; at most 64 (MaxGroupNameLen)"},
+		{groupNames(17), "groups.names: 17 groups, at most 16 (MaxGroups)"},
+	} {
+		c := Default()
+		c.Groups.Names = tt.names
+		if err := c.Validate(); err == nil || err.Error() != tt.want {
+			t.Errorf("names %q: Validate() = %v, want %s", tt.names, err, tt.want)
 		}
 	}
 }

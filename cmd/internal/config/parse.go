@@ -104,7 +104,39 @@ func Parse(data []byte) (Config, error) {
 	return cfg, nil
 }
 
-var durationType = reflect.TypeOf(time.Duration(0))
+var (
+	durationType = reflect.TypeOf(time.Duration(0))
+	groupsType   = reflect.TypeOf(Groups{})
+)
+
+// UnmarshalYAML reads the groups section in either of its forms: a list of
+// names (groups: [downstairs, all]), the other keys keeping their values,
+// or a mapping of the keys (groups: {names: [all], lead: 1s}). A null
+// names keeps the names as they were, like any other null key. yaml.v3
+// does not hand KnownFields on to an unmarshaler, so the node is checked
+// here as Parse checks the whole file: an unknown key is refused by name.
+func (g *Groups) UnmarshalYAML(n *yaml.Node) error {
+	if err := checkKeys(n, groupsType, "groups"); err != nil {
+		return err
+	}
+	names := g.Names
+	if n.Kind == yaml.SequenceNode {
+		if err := n.Decode(&g.Names); err != nil {
+			return fmt.Errorf("groups: %w", err)
+		}
+	} else {
+		// plain has Groups' fields without this method, so Decode does not
+		// come back here.
+		type plain Groups
+		if err := n.Decode((*plain)(g)); err != nil {
+			return fmt.Errorf("groups: %w", err)
+		}
+	}
+	if g.Names == nil {
+		g.Names = names
+	}
+	return nil
+}
 
 // yamlBoolWords are the YAML 1.1 spellings of true and false that yaml.v3
 // still decodes into a bool.
@@ -163,6 +195,14 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 			}
 		}
 		return nil
+	}
+	if t == groupsType && n.Kind != yaml.MappingNode {
+		if n.Kind == yaml.SequenceNode {
+			// groups: [a, b] is short for groups: {names: [a, b]}.
+			return checkKeys(n, reflect.TypeOf(Groups{}.Names), joinPath(path, "names"))
+		}
+		return fmt.Errorf("%s: expected a list of group names or a mapping of keys (names, lead, max_late, clock_check), found %s (line %d): %w",
+			where, kindName(n.Kind), n.Line, ErrInvalid)
 	}
 	if t.Kind() != reflect.Struct || t == durationType {
 		if n.Kind != yaml.ScalarNode {

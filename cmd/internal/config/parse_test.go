@@ -59,6 +59,30 @@ func TestParseConfig(t *testing.T) {
 		{"alias to a section", "mqtt: &m {broker: \"\"}\nvoices: *m\n", nil, "field broker not found"},
 		{"alias to a value", "mqtt: {client_id: &id x}\nnode: *id\n", func(c *Config) { c.MQTT.ClientID, c.Node = "x", "x" }, ""},
 		{"overflow float", "audio:\n  volume: 1e309\n", nil, "cannot unmarshal"},
+		{"groups as a list", "groups: [downstairs, all]\n",
+			func(c *Config) { c.Groups.Names = []string{"downstairs", "all"} }, ""},
+		{"groups as a block list", "groups:\n  - downstairs\n  - all\n",
+			func(c *Config) { c.Groups.Names = []string{"downstairs", "all"} }, ""},
+		{"groups as an empty list", "groups: []\n", func(*Config) {}, ""},
+		{"groups as a mapping", "groups: {names: [downstairs, all], lead: 1s, max_late: 0s, clock_check: 1h}\n",
+			func(c *Config) {
+				g := &c.Groups
+				g.Names, g.Lead, g.MaxLate, g.ClockCheck = []string{"downstairs", "all"}, time.Second, 0, time.Hour
+			}, ""},
+		{"groups mapping, some keys", "groups:\n  max_late: 20ms\n", func(c *Config) { c.Groups.MaxLate = 20 * time.Millisecond }, ""},
+		{"groups null", "groups:\n", func(*Config) {}, ""},
+		{"groups null names keep none", "groups:\n  names:\n  lead: 2s\n", func(c *Config) { c.Groups.Lead = 2 * time.Second }, ""},
+		{"groups alias", "voices:\n  sessions:\n    preload: &g [all]\ngroups: *g\n",
+			func(c *Config) { c.Voices.Sessions.Preload, c.Groups.Names = []string{"all"}, []string{"all"} }, ""},
+		{"groups as a single value", "groups: all\n", nil,
+			"groups: expected a list of group names or a mapping of keys (names, lead, max_late, clock_check), found a single value (line 1)"},
+		{"groups unknown key", "groups:\n  names: [all]\n  leed: 1s\n", nil,
+			"groups.leed: unknown key (line 3); known keys here: clock_check, lead, max_late, names"},
+		{"groups list holds a mapping", "groups: [all, {up: 1}]\n", nil, "groups.names[1]: expected a single value, found a mapping (line 1)"},
+		{"groups names not a list", "groups:\n  names: all\n", nil, "groups.names: expected a list, found a single value (line 2)"},
+		{"groups lead without unit", "groups:\n  lead: 500\n", nil, `groups.lead: "500" has no unit`},
+		{"groups key repeated", "groups:\n  lead: 1s\n  lead: 2s\n", nil, "groups.lead: key repeated (lines 2 and 3)"},
+		{"groups bad duration", "groups: {clock_check: often}\n", nil, "cannot unmarshal"},
 		{"invalid yaml", "node: [unclosed\n", nil, "yaml:"},
 		{"tab indent", "mqtt:\n\tbroker: x\n", nil, "yaml:"},
 		{"two documents", "node: a\n---\nnode: b\n", nil, "more than one YAML document"},
@@ -81,6 +105,46 @@ func TestParseConfig(t *testing.T) {
 		tt.want(&want)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: Parse =\n%+v\nwant\n%+v", tt.name, got, want)
+		}
+	}
+}
+
+// TestGroupsUnmarshalYAML decodes the groups section without Parse's
+// checks, as yaml.v3 alone calls the unmarshaler: KnownFields does not
+// reach it, so it must refuse unknown keys itself.
+func TestGroupsUnmarshalYAML(t *testing.T) {
+	def := Default().Groups
+	tests := []struct {
+		yaml string
+		want func(*Groups) // nil: expect an error
+		msg  string
+	}{
+		{"groups: [a, b]\n", func(g *Groups) { g.Names = []string{"a", "b"} }, ""},
+		{"groups: {names: [a], lead: 2s}\n", func(g *Groups) { g.Names, g.Lead = []string{"a"}, 2*time.Second }, ""},
+		{"groups: {names: null}\n", func(*Groups) {}, ""},
+		{"groups: {names: [a], bogus: 1}\n", nil, "groups.bogus: unknown key (line 1)"},
+		{"groups: a\n", nil, "groups: expected a list of group names or a mapping of keys"},
+		{"groups: {lead: 500}\n", nil, `groups.lead: "500" has no unit`},
+		{"groups: {lead: soon}\n", nil, "groups: yaml: unmarshal errors"},
+	}
+	for _, tt := range tests {
+		var got struct {
+			Groups Groups `yaml:"groups"`
+		}
+		got.Groups = def
+		dec := yaml.NewDecoder(strings.NewReader(tt.yaml))
+		dec.KnownFields(true)
+		err := dec.Decode(&got)
+		if tt.want == nil {
+			if err == nil || !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("%q: Decode = %v, want an error containing %q", tt.yaml, err, tt.msg)
+			}
+			continue
+		}
+		want := def
+		tt.want(&want)
+		if err != nil || !reflect.DeepEqual(got.Groups, want) {
+			t.Errorf("%q: Decode = %+v, %v; want %+v", tt.yaml, got.Groups, err, want)
 		}
 	}
 }
@@ -201,6 +265,7 @@ func FuzzParseConfig(f *testing.F) {
 		"node: a\n---\n", "mqtt:\n  broker: \"tcp://h:1883\"\n  bogus: 1\n",
 		"? [a]\n: b\n", "<<: {node: x}\n", "!!binary aGVsbG8=\n", "watchdog_stall: -5s\n",
 		"node: \"\\0\"\n", strings.Repeat("[", 1000),
+		"groups: [a, b]\n", "groups: {names: [a], lead: 1s, bogus: 1}\n", "groups: a\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -46,6 +46,7 @@ var (
 	hostnamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$`)
 	nodePattern     = regexp.MustCompile(`^[a-z0-9_-]+$`)
 	voicePattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	groupPattern    = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 )
 
 const maxVoiceNameLen = 64
@@ -162,6 +163,7 @@ func (c Config) Validate() error {
 	checkDuration(bad, "queue.default_ttl", c.Queue.DefaultTTL, time.Second, 24*time.Hour)
 	c.Wyoming.validate(bad)
 	c.Announce.validate(bad)
+	c.Groups.validate(bad)
 	if c.Text.Emoji != "drop" && c.Text.Emoji != "name" {
 		bad("text.emoji", "%q: want drop or name", c.Text.Emoji)
 	}
@@ -423,6 +425,43 @@ func (a Announce) validate(bad func(field, format string, args ...any)) {
 		case !slices.Contains(builtinChimes, name) && a.Chimes[name] == "":
 			bad("announce.priority."+p, "%q is neither built in (%s) nor in announce.chimes", name, strings.Join(builtinChimes, ", "))
 		}
+	}
+}
+
+// Limits of the groups section.
+const (
+	// MaxGroups bounds groups.names: each is three more subscriptions.
+	MaxGroups = 16
+	// MaxGroupNameLen bounds a group name, a level of the group's topics.
+	MaxGroupNameLen = 64
+)
+
+func (g Groups) validate(bad func(field, format string, args ...any)) {
+	if len(g.Names) > MaxGroups {
+		bad("groups.names", "%d groups, at most %d (MaxGroups)", len(g.Names), MaxGroups)
+	}
+	first := map[string]int{} // name → its first index
+	for i, name := range g.Names {
+		field := fmt.Sprintf("groups.names[%d]", i)
+		j, dup := first[name]
+		switch {
+		case name == "":
+			bad(field, "must not be empty")
+		case !groupPattern.MatchString(name):
+			bad(field, "%q: a group name may hold letters, digits, - and _ only (no MQTT wildcards + # or /)", name)
+		case len(name) > MaxGroupNameLen:
+			// The pattern is ASCII, so characters are bytes here.
+			bad(field, "%d characters; at most %d (MaxGroupNameLen)", len(name), MaxGroupNameLen)
+		case dup:
+			bad(field, "%q is groups.names[%d] again", name, j)
+		default:
+			first[name] = i
+		}
+	}
+	checkDuration(bad, "groups.lead", g.Lead, 50*time.Millisecond, 10*time.Second)
+	checkDuration(bad, "groups.max_late", g.MaxLate, 0, time.Second)
+	if g.ClockCheck != 0 {
+		checkDuration(bad, "groups.clock_check", g.ClockCheck, 10*time.Second, 24*time.Hour)
 	}
 }
 
