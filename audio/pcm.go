@@ -39,6 +39,13 @@ var (
 	ErrClosed = errors.New("sink closed")
 	// ErrAborted is returned by a sink Write that Abort cut short.
 	ErrAborted = errors.New("playback aborted")
+	// ErrNoDACClock is returned by a DACClock that forwards to a sink
+	// without one (a ReopeningSink around a WAV file); Place then falls
+	// back to the system clock.
+	ErrNoDACClock = errors.New("sink has no dac clock")
+	// ErrTooLate is returned by Place when the clip would start later than
+	// its maxLate allows; the error says by how much.
+	ErrTooLate = errors.New("too late to start in step")
 )
 
 // PCM is signed 16-bit audio with interleaved channels: for stereo, Samples

@@ -140,6 +140,25 @@ func (s *ReopeningSink) Drain(ctx context.Context) error {
 	return err
 }
 
+// NextDAC implements DACClock by asking the device. Without a device it
+// fails with ErrUnavailable; with a device that cannot tell (a WAV file),
+// with ErrNoDACClock, on which Place falls back to the system clock. A
+// device that fails to answer is let go and reopened, as after a failed
+// Write.
+func (s *ReopeningSink) NextDAC() (time.Time, error) {
+	cur, err := s.current()
+	if err != nil {
+		return time.Time{}, err
+	}
+	clock, ok := cur.(DACClock)
+	if !ok {
+		return time.Time{}, fmt.Errorf("reopening sink: %T: %w", cur, ErrNoDACClock)
+	}
+	next, err := clock.NextDAC()
+	s.check(context.Background(), cur, err)
+	return next, err
+}
+
 // Abort aborts the device's audio, if there is a device.
 func (s *ReopeningSink) Abort() error {
 	s.mu.Lock()

@@ -166,6 +166,23 @@ func (s *NullSink) Close() error {
 	return nil
 }
 
+// NextDAC implements DACClock. A paced sink "plays" what it was given
+// until busyUntil, so the next sample is heard then, or now when it is
+// idle. An unpaced sink plays everything the instant it gets it: the next
+// sample is always heard now, and a lead written to it takes no time.
+func (s *NullSink) NextDAC() (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return time.Time{}, fmt.Errorf("null sink dac clock: %w", ErrClosed)
+	}
+	now := time.Now()
+	if s.opts.Pace && s.busyUntil.After(now) {
+		return s.busyUntil, nil
+	}
+	return now, nil
+}
+
 // Frames returns how many frames (at the sink's format) Write accepted.
 func (s *NullSink) Frames() int64 {
 	s.mu.Lock()
@@ -183,6 +200,10 @@ func (s *NullSink) Writes() int64 {
 // WAVFileSink writes everything it is given to one 16-bit WAV file at a
 // fixed rate and channel count. It is the fallback when there is no sound
 // card (`mynah say -o out.wav`) and the sink tests compare against.
+//
+// It is no DACClock: a file is never heard, so nothing it could answer
+// would be a DAC time. Place waits on the system clock for it instead and
+// writes no lead into the file.
 type WAVFileSink struct {
 	rate, channels int
 

@@ -243,6 +243,8 @@ func (p *paStream) write(samples []int16) error {
 func (p *paStream) stop() error  { return p.s.Stop() }
 func (p *paStream) abort() error { return p.s.Abort() }
 
+func (p *paStream) writeAvailable() (int, error) { return p.s.AvailableToWrite() }
+
 func (p *paStream) close() error {
 	paLib.Lock()
 	defer paLib.Unlock()

@@ -7,8 +7,10 @@ import (
 	"context"
 	"encoding/binary"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/audiotest"
@@ -130,5 +132,44 @@ func TestPortAudioDeviceSelection(t *testing.T) {
 	paLib.Unlock()
 	if refs != 0 {
 		t.Errorf("%d PortAudio references left", refs)
+	}
+}
+
+func TestPortAudioPlaceLead(t *testing.T) {
+	// ALSA's null device takes every frame at once, so nothing here is
+	// heard in real time and the clip is placed early (Late < 0): what the
+	// test checks is that the device received exactly the lead's silence
+	// and then the clip.
+	const rate = 22050
+	s, err := Open(&Options{Rate: rate, Channels: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	at := time.Now().Add(200 * time.Millisecond)
+	pl, err := audio.Place(ctx, s, at, rate, 1, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("placement %+v", pl)
+	clip := audio.PCM{Rate: rate, Channels: 1, Samples: slices.Repeat([]int16{1000}, rate/10)}
+	if err := s.Write(ctx, audio.PCM{Rate: rate, Channels: 1, Samples: clip.Samples[pl.Skip:]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := captured(t)
+	lead := slices.IndexFunc(got, func(v int16) bool { return v != 0 })
+	if lead != pl.Lead || len(got) != pl.Lead+len(clip.Samples)-pl.Skip {
+		t.Fatalf("device got %d samples, the clip from %d; want a lead of %d then %d", len(got), lead, pl.Lead, len(clip.Samples)-pl.Skip)
+	}
+	// The lead is what was left of the 200 ms when Place first looked; the
+	// wide margin below only keeps a loaded machine from mattering.
+	if pl.Clock != audio.ClockDAC || pl.Lead > rate*200/1000+1 || pl.Lead < rate*100/1000 {
+		t.Errorf("placement %+v: want the DAC clock and a lead of about %d frames", pl, rate*200/1000)
 	}
 }

@@ -36,7 +36,10 @@ var (
 	ErrUnsupported = errors.New("portaudio not available in this build (built without cgo)")
 )
 
-var _ audio.Sink = (*Sink)(nil)
+var (
+	_ audio.Sink     = (*Sink)(nil)
+	_ audio.DACClock = (*Sink)(nil)
+)
 
 // Options configures Open; nil means the defaults.
 type Options struct {
@@ -86,6 +89,9 @@ type outputStream interface {
 	stop() error                 // plays out what was written, then stops
 	abort() error                // drops what was written and stops
 	close() error
+	// writeAvailable returns how many frames write would take now without
+	// blocking (Pa_GetStreamWriteAvailable).
+	writeAvailable() (int, error)
 }
 
 // outputDevice is a resolved output device holding a reference on the
@@ -101,7 +107,7 @@ type outputDevice interface {
 
 type streamFormat struct {
 	rate, channels int
-	latency        time.Duration // how much audio the device buffers
+	latency        time.Duration // the stream's OutputLatency: from write to DAC with a full buffer
 }
 
 // Sink plays through a PortAudio output device.
@@ -132,8 +138,9 @@ type Sink struct {
 	closeErr error
 
 	// Owned by the owner goroutine.
-	stream  outputStream
-	started bool
+	stream   outputStream
+	started  bool
+	capacity int // frames the stream's buffer holds; 0 while unknown
 }
 
 // ownerOp is work for the owner goroutine; done has room for the result so
@@ -292,6 +299,7 @@ func (s *Sink) openStream(ctx context.Context, rate, channels int) error {
 			return fmt.Errorf("portaudio open: %w", err)
 		}
 		s.stream = st
+		s.learnCapacity()
 		s.mu.Lock()
 		s.format = f
 		s.mu.Unlock()
@@ -404,6 +412,7 @@ func (s *Sink) writeBuffers(job *writeJob, channels int) error {
 				return fmt.Errorf("portaudio start: %w", err)
 			}
 			s.started = true
+			s.learnCapacity()
 		}
 		end := min(off+step, len(job.samples))
 		if err := s.stream.write(job.samples[off:end]); err != nil {
@@ -416,6 +425,75 @@ func (s *Sink) writeBuffers(job *writeJob, channels int) error {
 		}
 	}
 	return nil
+}
+
+// learnCapacity runs on the owner goroutine while the stream's buffer is
+// empty (just opened, just started): what it can take then is its size.
+// A reading with audio queued is only the free part. A failed reading
+// leaves NextDAC less precise, not wrong in kind.
+func (s *Sink) learnCapacity() {
+	if n, err := s.stream.writeAvailable(); err == nil {
+		s.capacity = max(s.capacity, n)
+	}
+}
+
+// NextDAC implements audio.DACClock. A blocking stream never sees the DAC
+// time (and Pa_GetStreamTime may stay 0 through PulseAudio's ALSA plugin),
+// so the sink estimates it on the system clock as
+//
+//	now + queued/rate + max(0, latency − capacity/rate)
+//
+// capacity is what the stream's buffer could take while empty, and queued
+// is what it holds and has not played: capacity less what it could take
+// now (Pa_GetStreamWriteAvailable). latency is the stream's OutputLatency,
+// the delay of a sample written into a full buffer; on ALSA it is that
+// buffer less one period, which queued already counts, so only what a
+// host API reports past its buffer is added (all of latency while capacity
+// is unknown). A stream not playing (not yet started, or after Drain or
+// Abort) holds nothing; the next Write starts it.
+//
+// The estimate cannot see a delay that the host API leaves out: the
+// sound server's own buffer behind PulseAudio's ALSA plugin, a codec's few
+// samples on hardware. It is as fine as the driver's report of its play
+// position, a period on some cards. Before the first Write opened a stream
+// whose format Options left to the audio, there is no latency to add and
+// NextDAC returns now.
+//
+// Like Write, call it from the player's goroutine: it waits for a Write in
+// progress.
+func (s *Sink) NextDAC() (time.Time, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.usable("dac clock"); err != nil {
+		return time.Time{}, err
+	}
+	var next time.Time
+	err := s.do(context.Background(), "dac clock", s.opts.WriteTimeout, func() error {
+		s.mu.Lock()
+		f := s.format
+		s.mu.Unlock()
+		if s.stream == nil {
+			next = time.Now()
+			return nil
+		}
+		queued := 0
+		if s.started {
+			avail, err := s.stream.writeAvailable()
+			if err != nil {
+				s.markBroken(err)
+				return fmt.Errorf("portaudio dac clock: %w", err)
+			}
+			queued = max(s.capacity-avail, 0)
+		}
+		past := max(f.latency-framesDuration(s.capacity, f.rate), 0)
+		next = time.Now().Add(framesDuration(queued, f.rate) + past)
+		return nil
+	})
+	return next, err
+}
+
+func framesDuration(frames, rate int) time.Duration {
+	return time.Duration(frames) * time.Second / time.Duration(rate)
 }
 
 // Drain implements audio.Sink by stopping the stream, which in PortAudio returns

@@ -23,13 +23,20 @@ type fakeDevice struct {
 	aborts   int
 	started  bool
 	failOpen error
+	latency  time.Duration // the stream's OutputLatency; 0 means 10 ms
+	avail    int           // what writeAvailable says
+	availErr error
 }
 
 func (d *fakeDevice) open(rate, channels, fpb int) (outputStream, streamFormat, error) {
 	if d.failOpen != nil {
 		return nil, streamFormat{}, d.failOpen
 	}
-	return (*fakeStream)(d), streamFormat{rate: rate, channels: channels, latency: 10 * time.Millisecond}, nil
+	latency := d.latency
+	if latency == 0 {
+		latency = 10 * time.Millisecond
+	}
+	return (*fakeStream)(d), streamFormat{rate: rate, channels: channels, latency: latency}, nil
 }
 
 func (d *fakeDevice) release() error {
@@ -51,6 +58,11 @@ func (s *fakeStream) abort() error {
 	return nil
 }
 func (s *fakeStream) close() error { return nil }
+func (s *fakeStream) writeAvailable() (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.avail, s.availErr
+}
 func (s *fakeStream) write(samples []int16) error {
 	s.mu.Lock()
 	hang := s.hang
@@ -66,6 +78,12 @@ func (s *fakeStream) write(samples []int16) error {
 	defer s.mu.Unlock()
 	s.written = append(s.written, samples...)
 	return nil
+}
+
+func (d *fakeDevice) setAvail(n int, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.avail, d.availErr = n, err
 }
 
 func (d *fakeDevice) releases() int {
@@ -263,5 +281,88 @@ func TestDeviceSinkLazyFormat(t *testing.T) {
 	}
 	if n := failing.releases(); n != 1 {
 		t.Errorf("failed open released %d times, want 1", n)
+	}
+}
+
+func TestDeviceSinkNextDAC(t *testing.T) {
+	// At 16 kHz, 1600 frames are 100 ms. NextDAC is now + queued/rate +
+	// what the latency has past the buffer; the wanted offset from now is
+	// checked between a time.Now before the call and one after it.
+	const rate = 16000
+	for _, tc := range []struct {
+		name     string
+		capacity int // what the stream takes while empty
+		latency  time.Duration
+		play     bool // a Write started the stream
+		drain    bool // and Drain stopped it
+		avail    int  // what it takes then
+		want     time.Duration
+	}{
+		{name: "not started", capacity: 1600, latency: 90 * time.Millisecond},
+		{name: "not started, host delay past the buffer", capacity: 1600, latency: 250 * time.Millisecond, want: 150 * time.Millisecond},
+		{name: "1000 frames queued", capacity: 1600, latency: 90 * time.Millisecond, play: true, avail: 600, want: 62500 * time.Microsecond},
+		{name: "buffer full", capacity: 1600, latency: 90 * time.Millisecond, play: true, want: 100 * time.Millisecond},
+		{name: "buffer full, host delay past it", capacity: 1600, latency: 130 * time.Millisecond, play: true, want: 130 * time.Millisecond},
+		{name: "buffer empty", capacity: 1600, latency: 90 * time.Millisecond, play: true, avail: 1600},
+		{name: "buffer size unknown", latency: 40 * time.Millisecond, play: true, want: 40 * time.Millisecond},
+		{name: "drained", capacity: 1600, latency: 90 * time.Millisecond, play: true, drain: true, avail: 600},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := &fakeDevice{latency: tc.latency, avail: tc.capacity}
+			s, err := newSink(dev, &Options{Rate: rate, Channels: 1, FramesPerBuffer: 160})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			if tc.play {
+				if err := s.Write(ctx, audiotest.Sine(rate, 1, 440, 0.5, 320)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.drain {
+				if err := s.Drain(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			dev.setAvail(tc.avail, nil)
+			before := time.Now()
+			next, err := s.NextDAC()
+			after := time.Now()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if off := next.Sub(before); off < tc.want || next.Sub(after) > tc.want {
+				t.Errorf("NextDAC %v from the call, want %v", off, tc.want)
+			}
+		})
+	}
+
+	// Before a lazily opened stream exists there is nothing to add.
+	lazy, _ := newSink(&fakeDevice{}, nil)
+	before := time.Now()
+	next, err := lazy.NextDAC()
+	if err != nil || next.Before(before) || next.After(time.Now()) {
+		t.Errorf("NextDAC with no stream: %v from the call (%v), want now", next.Sub(before), err)
+	}
+	lazy.Close()
+	if _, err := lazy.NextDAC(); !errors.Is(err, audio.ErrClosed) {
+		t.Errorf("NextDAC after Close: %v", err)
+	}
+
+	// A stream that cannot say what it holds is broken, as after a failed
+	// write, so a ReopeningSink opens the device again.
+	dev := &fakeDevice{avail: 1600}
+	s, _ := newSink(dev, &Options{Rate: rate, Channels: 1})
+	defer s.Close()
+	if err := s.Write(context.Background(), audiotest.Sine(rate, 1, 440, 0.5, 320)); err != nil {
+		t.Fatal(err)
+	}
+	dev.setAvail(0, errors.New("unanticipated host error"))
+	if _, err := s.NextDAC(); err == nil {
+		t.Fatal("NextDAC of a failing stream succeeded")
+	}
+	if err := s.Write(context.Background(), audiotest.Sine(rate, 1, 440, 0.5, 320)); !errors.Is(err, ErrDeviceBroken) {
+		t.Errorf("write after the DAC clock failed: %v, want ErrDeviceBroken", err)
 	}
 }
