@@ -45,6 +45,12 @@ type NullSinkOptions struct {
 	// behaves as with a real device. Off by default: tests and benchmarks
 	// want speed.
 	Pace bool
+	// Buffer, with Pace, is how far ahead of the "DAC" a Write may
+	// return, as a sound card's buffer lets it: the caller's next write
+	// is then queued behind what plays, and a late wake-up of the writer
+	// up to Buffer leaves no gap. 0 makes Write return once its audio
+	// has played.
+	Buffer time.Duration
 }
 
 // NullSink discards audio, counting what it was given. It is the sink for
@@ -104,7 +110,7 @@ func (s *NullSink) Write(ctx context.Context, p PCM) error {
 			start = now
 		}
 		s.busyUntil = start.Add(p.Duration())
-		wait = s.busyUntil.Sub(now)
+		wait = s.busyUntil.Sub(now) - s.opts.Buffer
 	}
 	s.mu.Unlock()
 	return s.wait(ctx, wait, abort, "null sink write")

@@ -53,22 +53,28 @@ func (d *Daemon) checkChime(r *Request) error {
 	return decodeErr(ReasonBadField, "chime", "no chime %q is configured (announce.chimes)", name)
 }
 
+// chimePCM returns j's chime; false when it plays none.
+func (d *Daemon) chimePCM(j *job) (audio.PCM, bool) {
+	name := d.chimeName(&j.req)
+	if name == "" || d.opts.Chimes == nil {
+		return audio.PCM{}, false
+	}
+	pcm, ok := d.opts.Chimes.Chime(name)
+	return pcm, ok && len(pcm.Samples) > 0
+}
+
 // startChime plays r's chime into the sink while the engine synthesizes
 // the first sentence: the returned channel gives the write's result (nil
 // at once without a chime). It takes the request's volume, and is not the
 // request's first audio: started and first_audio_ms are the speech's.
-func (d *Daemon) startChime(ctx context.Context, j *job) <-chan error {
+func (d *Daemon) startChime(ctx context.Context, j *job, timed bool) <-chan error {
 	done := make(chan error, 1)
-	name := d.chimeName(&j.req)
-	var pcm audio.PCM
-	ok := false
-	if name != "" && d.opts.Chimes != nil {
-		pcm, ok = d.opts.Chimes.Chime(name)
-	}
-	if !ok || len(pcm.Samples) == 0 {
-		done <- nil
+	pcm, ok := d.chimePCM(j)
+	if !ok || timed {
+		done <- nil // none, or placed with the first sentence (placeStart)
 		return done
 	}
+	name := d.chimeName(&j.req)
 	vol := d.currentVolume()
 	if j.req.Volume != nil {
 		vol = *j.req.Volume

@@ -54,6 +54,10 @@ type Event struct {
 	// ClockSystem (a sink without one: the system clock at the write).
 	LateMS *float64 `json:"late_ms,omitempty"`
 	Clock  string   `json:"clock,omitempty"`
+	// SkippedMS is how much of a late start's head was left out so that
+	// the rest plays in step (up to Options.MaxLate): late_ms − skipped_ms
+	// is how far the audio's own timeline is from play_at.
+	SkippedMS *float64 `json:"skipped_ms,omitempty"`
 	// FirstAudioMS is received → first PCM accepted by the sink (started
 	// and finished events).
 	FirstAudioMS *float64 `json:"first_audio_ms,omitempty"`

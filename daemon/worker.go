@@ -36,6 +36,26 @@ type progress struct {
 	startedAt  time.Time // when the sink accepted the first audio; zero = not yet
 	rate, chns int       // format of the last sentence, for its silence
 	detail     []SentenceDetail
+	// placed is how a timed request's first audio was placed against
+	// its play_at (nil: not timed, or not placed yet); skip is how much
+	// of the audio's head is still to be left out for it.
+	placed  *audio.Placement
+	playAt  time.Time
+	skip    time.Duration
+	skipped time.Duration // the skip asked for at the placement
+}
+
+// timing fills e's play_at fields from p.
+func (p *progress) timing(e *Event) {
+	if p.placed == nil {
+		return
+	}
+	e.PlayAt = ptr(toUnixMillis(p.playAt))
+	e.LateMS = millis(p.placed.Late)
+	e.Clock = p.placed.Clock
+	if p.skipped > 0 {
+		e.SkippedMS = millis(p.skipped)
+	}
 }
 
 // worker plays one request at a time until ctx ends or the daemon closes.
@@ -117,18 +137,28 @@ func (d *Daemon) runJob(j *job) {
 	if !p.startedAt.IsZero() {
 		first = millis(p.startedAt.Sub(r.Received))
 	}
+	je := (*jobError)(nil)
+	errors.As(err, &je)
 	switch {
 	case err == nil:
 		d.stats.finished.Add(1)
 		latency := d.now().Sub(r.Received)
 		d.log.Info("spoken", "id", r.ID, "sentences", p.sentences, "latency", latency)
-		d.finish(r, Event{ID: r.ID, State: EventFinished, Owner: r.Owner, FirstAudioMS: first,
-			LatencyMS: millis(latency), Sentences: &p.sentences, Cache: p.cacheResult(), SentenceDetail: p.detail})
+		e := Event{ID: r.ID, State: EventFinished, Owner: r.Owner, FirstAudioMS: first,
+			LatencyMS: millis(latency), Sentences: &p.sentences, Cache: p.cacheResult(), SentenceDetail: p.detail}
+		p.timing(&e)
+		d.finish(r, e)
+	case reason == "" && je != nil && je.reason == ReasonLate:
+		d.stats.dropped.Add(1)
+		d.log.Info("request dropped: too late to start in step", "id", r.ID, "group", r.Group, "err", err)
+		e := Event{ID: r.ID, State: EventDropped, Reason: ReasonLate, Error: err.Error(), Owner: r.Owner}
+		p.timing(&e)
+		d.finish(r, e)
 	case reason != "":
 		d.emitDropped(r, reason)
 	default:
 		reason := ReasonSynthesis
-		if je := (*jobError)(nil); errors.As(err, &je) {
+		if je != nil {
 			reason = je.reason
 		}
 		d.failRequest(r, reason, err)
@@ -166,8 +196,10 @@ func (d *Daemon) stream(j *job, p *progress) error {
 		}
 		return nil
 	}
-	// The chime plays while the first sentence is synthesized.
-	chime := d.startChime(j.ctx, j)
+	// The chime plays while the first sentence is synthesized; a timed
+	// request's plays at its play_at, placed with the first sentence.
+	timed := d.timed(j)
+	chime := d.startChime(j.ctx, j, timed)
 	chimed := false
 	waitChime := func() error {
 		if chimed {
@@ -185,6 +217,11 @@ func (d *Daemon) stream(j *job, p *progress) error {
 		defer d.busy()
 		if err := waitChime(); err != nil {
 			return err
+		}
+		if timed && p.placed == nil {
+			if err := d.placeStart(j, c, p); err != nil {
+				return err
+			}
 		}
 		p.sentences++
 		return d.writeChunk(j, c, p)
@@ -241,6 +278,17 @@ func (d *Daemon) writeChunk(j *job, c Chunk, p *progress) error {
 // the volume; silence needs neither. A sentence's source (CacheHit or
 // CacheMiss; "" for none) records its first audio in p.detail.
 func (d *Daemon) writePCM(j *job, pcm audio.PCM, speech bool, p *progress, source string) error {
+	if p.skip > 0 && len(pcm.Samples) > 0 {
+		// A timed request that started late leaves out what would have
+		// played by now.
+		want := int(int64(p.skip) * int64(pcm.Rate) / int64(time.Second))
+		n := min(pcm.Frames(), want)
+		pcm.Samples = pcm.Samples[n*pcm.Channels:]
+		p.skip -= time.Duration(int64(n) * int64(time.Second) / int64(pcm.Rate))
+		if n == want {
+			p.skip = 0 // what is left is under a frame
+		}
+	}
 	frames := pcm.Frames()
 	block := max(1, int(int64(pcm.Rate)*int64(d.opts.WriteBlock)/int64(time.Second)))
 	for off := 0; off < frames; off += block {
@@ -269,9 +317,67 @@ func (d *Daemon) writePCM(j *job, pcm audio.PCM, speech bool, p *progress, sourc
 		if p.startedAt.IsZero() {
 			p.startedAt = now
 			d.stats.started.Add(1)
-			d.emit(Event{ID: j.req.ID, State: EventStarted, Owner: j.req.Owner,
-				FirstAudioMS: millis(p.startedAt.Sub(j.req.Received))})
+			e := Event{ID: j.req.ID, State: EventStarted, Owner: j.req.Owner, Group: j.req.Group,
+				FirstAudioMS: millis(p.startedAt.Sub(j.req.Received))}
+			p.timing(&e)
+			d.emit(e)
 		}
 	}
 	return nil
+}
+
+// timed reports whether j starts at an instant: it has a play_at, or is a
+// group request (whose members agree on one).
+func (d *Daemon) timed(j *job) bool { return !j.req.PlayAt.IsZero() || j.req.Group != "" }
+
+// placeStart places a timed request's first audio, c's sentence or the
+// chime before it, at the request's play_at (audio.Place): silence up to
+// it, or, when the request is up to Options.MaxLate late, its head left
+// out; later than that the request fails with reason late. The chime is
+// then written, and c follows in writeChunk.
+func (d *Daemon) placeStart(j *job, c Chunk, p *progress) error {
+	pcm := c.PCM
+	chime, hasChime := d.chimePCM(j)
+	if hasChime {
+		pcm = chime
+	}
+	if pcm.Rate == 0 {
+		return nil // nothing to place: a sentence of silence alone
+	}
+	d.busy()
+	at := d.playAt(j)
+	pl, err := audio.Place(j.ctx, placeSink{d.opts.Sink}, at, pcm.Rate, max(1, pcm.Channels), d.opts.MaxLate)
+	d.idle()
+	p.placed, p.playAt, p.skip = &pl, at, 0
+	if pl.Skip > 0 {
+		p.skip = time.Duration(int64(pl.Skip) * int64(time.Second) / int64(pcm.Rate))
+		p.skipped = p.skip
+	}
+	switch {
+	case errors.Is(err, audio.ErrTooLate):
+		return &jobError{ReasonLate, fmt.Errorf("play_at %s: %w", at.Format("15:04:05.000"), err)}
+	case err != nil:
+		return &jobError{ReasonAudio, fmt.Errorf("place audio at play_at: %w", err)}
+	}
+	if hasChime {
+		vol := d.currentVolume()
+		if j.req.Volume != nil {
+			vol = *j.req.Volume
+		}
+		return d.writePCM(j, audio.ApplyVolume(chime, vol), false, p, "")
+	}
+	return nil
+}
+
+// placeSink lends the daemon's sink to audio.Place: an audio.Sink (whose
+// Close Place never calls) with the sink's DAC clock when it has one.
+type placeSink struct{ Sink }
+
+func (placeSink) Close() error { return nil }
+
+func (s placeSink) NextDAC() (time.Time, error) {
+	if c, ok := s.Sink.(audio.DACClock); ok {
+		return c.NextDAC()
+	}
+	return time.Time{}, audio.ErrNoDACClock
 }

@@ -25,6 +25,10 @@ import (
 // closeTimeout bounds each step of shutdown after the daemon stopped.
 const closeTimeout = 5 * time.Second
 
+// nullSinkBuffer is how far audio.device "null" lets writes run ahead of
+// its paced "DAC".
+const nullSinkBuffer = 100 * time.Millisecond
+
 // run starts everything in dependency order, tells systemd READY=1 once the
 // default voice is loaded and the broker connected, serves until ctx ends,
 // and shuts down in reverse order.
@@ -125,6 +129,10 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 	}
 	if installer != nil {
 		opts.Installer, opts.DownloadTimeout = installer, cfg.Voices.DownloadTimeout
+	}
+	opts.Groups, opts.GroupLead, opts.MaxLate = cfg.Groups.Names, cfg.Groups.Lead, cfg.Groups.MaxLate
+	if cfg.Groups.MaxLate == 0 {
+		opts.MaxLate = -1 // max_late: 0s: never start late
 	}
 	// The Wyoming server stops with the daemon, whatever ended it; its
 	// counters go into the daemon's state.
@@ -269,7 +277,10 @@ func openSink(c config.Audio, rate int, onChange func(), log *slog.Logger) (sink
 func openOutput(spec string, c config.Audio, rate int, log *slog.Logger) (sink, error) {
 	switch {
 	case spec == "null":
-		return audio.NewNullSink(&audio.NullSinkOptions{Pace: true})
+		// Paced with a buffer as a sound card has (ALSA's default here:
+		// 2048 frames at 22050 Hz, 93 ms), so group members place their
+		// audio on it as on a device.
+		return audio.NewNullSink(&audio.NullSinkOptions{Pace: true, Buffer: nullSinkBuffer})
 	case strings.HasPrefix(spec, "wav:"):
 		return audio.NewWAVFileSink(strings.TrimPrefix(spec, "wav:"), rate, 1)
 	}
