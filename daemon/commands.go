@@ -106,6 +106,9 @@ func (d *Daemon) say(payload []byte, owner, group string, redelivered bool, ack 
 	d.stats.received.Add(1)
 	r, err := DecodeSay(payload, d.now(), &d.decode)
 	r.Group = group
+	if group != "" && r.idGenerated {
+		r.textKey = textKey(payload)
+	}
 	if owner != "" {
 		if oerr := ValidateName(owner); oerr != nil {
 			err, owner = &DecodeError{Reason: ReasonBadName, Field: "owner", Err: oerr}, ""

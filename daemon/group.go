@@ -13,12 +13,21 @@ package daemon
 // first, and whatever order they received the request in. A member that
 // learns of the agreement before the request itself keeps it until the
 // request comes.
+//
+// A group say without an id (plain text from mosquitto_pub or a notify
+// action) gets a random id on each member, so its agreement goes by the
+// payload instead: "text-" and the first 16 hex digits of its SHA-256.
+// The same text sent again later is a new agreement: one whose instant
+// is over agreementStale past is made anew.
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,8 +41,9 @@ const (
 	MaxGroups = 16
 	// maxAgreements bounds the play_at agreements kept (the oldest go
 	// first), agreementTTL how long one is kept.
-	maxAgreements = 1024
-	agreementTTL  = 10 * time.Minute
+	maxAgreements  = 1024
+	agreementTTL   = 10 * time.Minute
+	agreementStale = 5 * time.Second
 )
 
 // Values of Event.Clock.
@@ -156,8 +166,14 @@ func (a *agreements) get(key string, now time.Time) *agreement {
 	if a.byKey == nil {
 		a.byKey = map[string]*agreement{}
 	}
-	if e, ok := a.byKey[key]; ok {
+	if e, ok := a.byKey[key]; ok && (e.at.IsZero() || now.Sub(e.at) <= agreementStale) {
 		return e
+	}
+	if _, ok := a.byKey[key]; ok {
+		// Played long ago: this is the same text (or id) sent again.
+		i := slices.Index(a.order, key)
+		a.order = slices.Delete(a.order, i, i+1)
+		delete(a.byKey, key)
 	}
 	for len(a.order) > 0 && (len(a.order) >= maxAgreements || now.Sub(a.byKey[a.order[0]].created) > agreementTTL) {
 		delete(a.byKey, a.order[0])
@@ -209,7 +225,7 @@ func (d *Daemon) agreeLocked(r *Request) {
 		return
 	}
 	now := d.now()
-	e := d.agreed.get(agreementKey(r.Group, r.ID), now)
+	e := d.agreed.get(agreementKey(r.Group, r.agreementID()), now)
 	if at, _ := d.agreed.state(e); !at.IsZero() {
 		r.PlayAt = at
 		return
@@ -218,7 +234,7 @@ func (d *Daemon) agreeLocked(r *Request) {
 	if !d.agreed.propose(e, at) {
 		return
 	}
-	payload, err := json.Marshal(syncMessage{ID: r.ID, PlayAt: toUnixMillis(at), Node: d.opts.Node})
+	payload, err := json.Marshal(syncMessage{ID: r.agreementID(), PlayAt: toUnixMillis(at), Node: d.opts.Node})
 	if err != nil {
 		return // cannot happen: strings and a finite number
 	}
@@ -232,6 +248,21 @@ func (d *Daemon) agreeLocked(r *Request) {
 			d.log.Warn("play_at proposal not sent: this member plays at its own", "group", r.Group, "id", r.ID, "err", err)
 		}
 	}()
+}
+
+// agreementID is what r's members agree on play_at by: its id, or for a
+// request whose id each member made up, its payload's digest.
+func (r *Request) agreementID() string {
+	if r.textKey != "" {
+		return r.textKey
+	}
+	return r.ID
+}
+
+// textKey returns the agreement id of a group say without an id.
+func textKey(payload []byte) string {
+	sum := sha256.Sum256(payload)
+	return "text-" + hex.EncodeToString(sum[:8])
 }
 
 // groupSynced takes a proposal from a group's sync topic: the first for
@@ -257,7 +288,7 @@ func (d *Daemon) playAt(j *job) time.Time {
 	if !r.PlayAt.IsZero() || r.Group == "" {
 		return r.PlayAt
 	}
-	e := d.agreed.get(agreementKey(r.Group, r.ID), d.now())
+	e := d.agreed.get(agreementKey(r.Group, r.agreementID()), d.now())
 	at, proposed := d.agreed.state(e)
 	if !at.IsZero() {
 		return at

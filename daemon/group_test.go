@@ -262,3 +262,38 @@ func TestAgreementsBounded(t *testing.T) {
 		t.Error("an agreement older than agreementTTL was kept")
 	}
 }
+
+// A group say without an id gets a random id on each member, so the
+// members agree by the payload's digest; the same text sent again once
+// the first has played is agreed on anew.
+func TestGroupPlainTextAgreesByPayload(t *testing.T) {
+	h := groupHarness(t, nil)
+	h.groupSend("all", "say", "Dinner is ready.")
+	waitFor(t, "a proposal", func() bool { return len(h.proposals("all")) == 1 })
+	key := textKey([]byte("Dinner is ready."))
+	if p := h.proposals("all")[0]; p.ID != key {
+		t.Fatalf("proposal %+v, want id %s", p, key)
+	}
+	other := time.Now().Add(200 * time.Millisecond)
+	h.groupSend("all", "sync", syncPayload(key, other, "hall-speaker"))
+	var first Event
+	waitFor(t, "started", func() bool {
+		for _, e := range h.events() {
+			if e.State == EventStarted && e.Group == "all" {
+				first = e
+				return true
+			}
+		}
+		return false
+	})
+	if !sameInstant(first.PlayAt, other) {
+		t.Errorf("started %+v, want play_at %.3f", first, toUnixMillis(other))
+	}
+	// The same text again, long after: a new agreement (simulated by
+	// aging the first).
+	h.d.agreed.mu.Lock()
+	h.d.agreed.byKey[agreementKey("all", key)].at = time.Now().Add(-agreementStale - time.Second)
+	h.d.agreed.mu.Unlock()
+	h.groupSend("all", "say", "Dinner is ready.")
+	waitFor(t, "a second proposal", func() bool { return len(h.proposals("all")) == 2 })
+}

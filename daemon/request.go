@@ -85,6 +85,8 @@ type Request struct {
 	// idGenerated marks ids the daemon made up: they cannot repeat, so the
 	// duplicate filter does not spend a slot on them.
 	idGenerated bool
+	// textKey is the agreement id of a group say without an id (group.go).
+	textKey string
 	// redelivered is the message's DUP flag (Message.Redelivered).
 	redelivered bool
 	// spool follows the request's spool record; nil without a spool.

@@ -369,6 +369,9 @@ func (d *Daemon) decodeSpooled(rec SpoolRecord) (Request, error) {
 	}
 	r, err := DecodeSay(s.payload, rec.Received, &d.decode)
 	r.ID, r.idGenerated, r.Owner, r.Group = s.id, s.idGenerated, s.owner, s.group
+	if r.Group != "" && r.idGenerated {
+		r.textKey = textKey(s.payload)
+	}
 	if err != nil {
 		return r, err
 	}
