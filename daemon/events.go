@@ -136,6 +136,10 @@ type State struct {
 	// Audio says whether the audio device is there; absent when the
 	// sink cannot lose it (a file, null).
 	Audio *AudioStatus `json:"audio,omitempty"`
+	// Clock says whether the system clock is synchronized, as the last
+	// check found (ClockChanged); absent on a node that does not check
+	// (mynahd checks only with groups configured).
+	Clock *ClockStatus `json:"clock,omitempty"`
 	// LastError is the most recent failed event or warning since the
 	// daemon started; absent before the first.
 	LastError *LastError `json:"last_error,omitempty"`
@@ -147,6 +151,22 @@ type AudioStatus struct {
 	Available bool      `json:"available"`
 	Error     string    `json:"error,omitempty"` // why not
 	Since     time.Time `json:"since"`
+}
+
+// ClockStatus is the state's clock object. A group's members start an
+// announcement at one instant of their own clocks, so they play in step
+// only as far as their clocks agree.
+type ClockStatus struct {
+	// Synced is whether the clock is synchronized to a time server; false
+	// also when the check failed (Error).
+	Synced bool `json:"synced"`
+	// MaxErrorMS is the kernel's bound on the clock's error, which grows
+	// while no time server corrects the clock.
+	MaxErrorMS float64 `json:"max_error_ms"`
+	// Source says where the status came from (mynahd: "adjtimex").
+	Source string `json:"source"`
+	// Error is why the check failed; the other fields then say nothing.
+	Error string `json:"error,omitempty"`
 }
 
 // LastError is the state's last_error object: what Home Assistant's

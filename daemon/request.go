@@ -206,11 +206,16 @@ const (
 	// acknowledged, but a crash loses those waiting.
 	// ReasonAudioUnavailable: the audio device is gone (or was not there
 	// at start); requests fail with reason audio until it is back.
+	// ReasonClockUnsynced: the system clock is not synchronized to a time
+	// server (or the check failed), so this speaker plays its groups'
+	// announcements out of step with the others; once per outage
+	// (ClockChanged).
 	ReasonCacheCorrupt     = "cache_corrupt"
 	ReasonSpoolCorrupt     = "spool_corrupt"
 	ReasonCacheUnavailable = "cache_unavailable"
 	ReasonSpoolUnavailable = "spool_unavailable"
 	ReasonAudioUnavailable = "audio_unavailable"
+	ReasonClockUnsynced    = "clock_unsynced"
 )
 
 // DecodeError reports a payload DecodeSay or a control topic rejected.

@@ -1,6 +1,11 @@
 package main
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/mynah-tts/mynah/daemon"
+)
 
 // clockStatus is what probeClock found out about the system clock. A
 // group's members start one announcement at one instant of their own
@@ -17,4 +22,29 @@ type clockStatus struct {
 	MaxError, EstError time.Duration
 	// Source names where the status came from ("adjtimex").
 	Source string
+}
+
+// watchClock checks the clock with probe at once and then every every,
+// until ctx ends, and hands each finding to report (the daemon's
+// ClockChanged, which warns once per outage). mynahd runs it only on a
+// node in a group: a lone speaker has no one to be in step with.
+func watchClock(ctx context.Context, every time.Duration, probe func() (clockStatus, error), report func(daemon.ClockStatus)) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		report(clockReport(probe()))
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// clockReport is the state's clock object for what probeClock returned.
+func clockReport(st clockStatus, err error) daemon.ClockStatus {
+	if err != nil {
+		return daemon.ClockStatus{Source: st.Source, Error: err.Error()}
+	}
+	return daemon.ClockStatus{Synced: st.Synced, MaxErrorMS: float64(st.MaxError) / float64(time.Millisecond), Source: st.Source}
 }

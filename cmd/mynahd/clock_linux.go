@@ -30,7 +30,8 @@ func probeClock() (clockStatus, error) {
 	state, err := unix.Adjtimex(&tx)
 	if errors.Is(err, unix.EPERM) {
 		return clockStatus{}, fmt.Errorf("read the clock's synchronization state (adjtimex): %w "+
-			"(a system call filter forbids it: remove ProtectClock=yes and @clock from the unit's SystemCallFilter=~)", err)
+			"(a system call filter forbids it: remove ProtectClock=yes from the unit and add SystemCallFilter=adjtimex "+
+			"after its SystemCallFilter=~ line, as systemd/mynahd.service does)", err)
 	}
 	if err != nil {
 		return clockStatus{}, fmt.Errorf("read the clock's synchronization state (adjtimex): %w", err)

@@ -152,3 +152,27 @@ func TestUnitMemoryLimits(t *testing.T) {
 		t.Errorf("unit: %s missing (have %q)", want, kv["Environment"])
 	}
 }
+
+// TestUnitLetsTheClockBeRead: the groups' clock check reads the clock's
+// NTP state with adjtimex, which ProtectClock=yes and a denied @clock
+// refuse even read-only (EPERM, systemd issue 26413). The unit allows
+// adjtimex after its deny list and keeps the clock from being set by
+// holding no capabilities (no CAP_SYS_TIME).
+func TestUnitLetsTheClockBeRead(t *testing.T) {
+	kv := readUnit(t)
+	if v := kv["ProtectClock"]; len(v) != 0 {
+		t.Errorf("unit: ProtectClock=%s makes the clock check fail with EPERM", v)
+	}
+	filters := kv["SystemCallFilter"]
+	deny := slices.IndexFunc(filters, func(f string) bool { return strings.HasPrefix(f, "~") })
+	allow := slices.Index(filters, "adjtimex")
+	if deny < 0 || allow < deny {
+		t.Errorf("unit: SystemCallFilter=%q: want SystemCallFilter=adjtimex after the ~ deny list", filters)
+	}
+	if v := kv["CapabilityBoundingSet"]; len(v) != 1 || v[0] != "" {
+		t.Errorf("unit: CapabilityBoundingSet=%q, want empty (no CAP_SYS_TIME: the clock cannot be set)", v)
+	}
+	if v := kv["AmbientCapabilities"]; len(v) != 1 || v[0] != "" {
+		t.Errorf("unit: AmbientCapabilities=%q, want empty", v)
+	}
+}
