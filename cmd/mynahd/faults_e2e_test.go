@@ -198,7 +198,7 @@ type killRun struct {
 	stderr lockedBuffer
 }
 
-func startMynahd(t *testing.T, bin, conf string) *killRun {
+func startMynahd(t testing.TB, bin, conf string) *killRun {
 	t.Helper()
 	r := &killRun{cmd: exec.Command(bin, "-config", conf)}
 	r.cmd.Stderr = &r.stderr

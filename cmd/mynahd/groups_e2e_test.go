@@ -31,7 +31,7 @@ type fleet struct {
 // demo voice and its optimized copy, each with its own cache and spool,
 // audio on the paced null device (a DAC clock on the system clock), and
 // waits until every one is online.
-func startFleet(t *testing.T, bin, broker, group string, n int) *fleet {
+func startFleet(t testing.TB, bin, broker, group string, n int) *fleet {
 	t.Helper()
 	shared := t.TempDir()
 	voices := filepath.Join(shared, "voices")
@@ -74,7 +74,7 @@ func startFleet(t *testing.T, bin, broker, group string, n int) *fleet {
 
 // started waits until every member has answered id with a terminal event
 // and returns each member's started event.
-func (f *fleet) started(t *testing.T, id string) map[string]daemon.Event {
+func (f *fleet) started(t testing.TB, id string) map[string]daemon.Event {
 	t.Helper()
 	out := map[string]daemon.Event{}
 	for _, node := range f.nodes {
@@ -92,9 +92,24 @@ func (f *fleet) started(t *testing.T, id string) map[string]daemon.Event {
 	return out
 }
 
+// waitStarted waits until every member has a started event for id.
+func (f *fleet) waitStarted(t testing.TB, id string) {
+	t.Helper()
+	for _, node := range f.nodes {
+		for deadline := time.Now().Add(wait); ; time.Sleep(time.Millisecond) {
+			if slices.ContainsFunc(f.events[node].snapshot(), func(e daemon.Event) bool { return e.ID == id && e.State == daemon.EventStarted }) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no started event for %s within %v", node, id, wait)
+			}
+		}
+	}
+}
+
 // waitTerminal waits for id's terminal event, without waitAnswered's
 // pause for second answers (checkExactlyOnce looks for those at the end).
-func (l *eventLog) waitTerminal(t *testing.T, id string) {
+func (l *eventLog) waitTerminal(t testing.TB, id string) {
 	t.Helper()
 	for deadline := time.Now().Add(wait); ; time.Sleep(10 * time.Millisecond) {
 		if all, _ := l.answers(); all[id] > 0 {
@@ -119,7 +134,7 @@ func (l *eventLog) statesOf(id string) []string {
 // alignment checks that every member started at one play_at, with its
 // sink's DAC clock, and returns the spread of where the audio's timeline
 // lies against it: late_ms − skipped_ms, the largest minus the smallest.
-func alignment(t *testing.T, id string, started map[string]daemon.Event) (skew float64, playAt float64) {
+func alignment(t testing.TB, id string, started map[string]daemon.Event) (skew float64, playAt float64) {
 	t.Helper()
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for node, e := range started {
@@ -250,5 +265,62 @@ func TestGroupAnnouncementsAcrossBrokerRestart(t *testing.T) {
 	}
 	for _, node := range f.nodes {
 		f.events[node].checkExactlyOnce(t, ids)
+	}
+}
+
+// BenchmarkGroupAnnouncement: four members of one group against
+// Mosquitto, the demo voice. Per announcement: publish → the last
+// member's started event at the test (all members playing; play_at is
+// publish + groups.lead, 500 ms), cold (a new text each time) and warm
+// (one text, from the phrase caches); the skew of the members' audio on
+// their DAC clocks; and the broker's traffic per announcement (messages
+// and bytes on every topic, the say included, until every member has
+// finished).
+func BenchmarkGroupAnnouncement(b *testing.B) {
+	bin := buildMynahd(b)
+	broker := mqtttest.StartMosquitto(b)
+	f := startFleet(b, bin, broker.URL(), "all", 4)
+	traffic := mqtttest.Subscribe(b, broker.URL(), "#")
+	for _, mode := range []string{"cold", "warm"} {
+		b.Run(mode, func(b *testing.B) {
+			var playing, skews []float64
+			var msgs, bytes int
+			n := 0
+			for b.Loop() {
+				id := fmt.Sprintf("bench-%s-%d", mode, n)
+				text := "The washing machine has finished."
+				if mode == "cold" {
+					text = fmt.Sprintf("Load number %d has finished.", n)
+				}
+				n++
+				for len(traffic) > 0 {
+					<-traffic
+				}
+				start := time.Now()
+				mqtttest.Publish(b, broker.URL(), daemon.GroupTopic("all", "say"), fmt.Appendf(nil, `{"id":%q,"text":%q}`, id, text), false)
+				f.waitStarted(b, id)
+				playing = append(playing, ms(time.Since(start)))
+				started := f.started(b, id)
+				skew, _ := alignment(b, id, started)
+				skews = append(skews, skew)
+				for _, node := range f.nodes {
+					f.events[node].waitTerminal(b, id)
+				}
+				time.Sleep(100 * time.Millisecond) // the last state publishes
+				for len(traffic) > 0 {
+					m := <-traffic
+					msgs++
+					bytes += len(m.Payload) + len(m.Topic)
+				}
+			}
+			slices.Sort(playing)
+			slices.Sort(skews)
+			b.ReportMetric(playing[len(playing)/2], "p50-ms")
+			b.ReportMetric(playing[max(0, int(math.Ceil(0.99*float64(len(playing))))-1)], "p99-ms")
+			b.ReportMetric(skews[len(skews)-1], "max-skew-ms")
+			b.ReportMetric(float64(msgs)/float64(n), "msgs/announcement")
+			b.ReportMetric(float64(bytes)/float64(n), "bytes/announcement")
+			b.ReportMetric(0, "ns/op")
+		})
 	}
 }
