@@ -65,17 +65,7 @@ const (
 
 // ValidateGroup checks a group name: 1..64 bytes of A-Z a-z 0-9 _ -, one
 // MQTT topic level without wildcards.
-func ValidateGroup(group string) error {
-	if group == "" || len(group) > 64 {
-		return fmt.Errorf("group name must be 1..64 bytes, not %d", len(group))
-	}
-	for i := 0; i < len(group); i++ {
-		if c := group[i]; !isNameStart(c) && c != '-' {
-			return fmt.Errorf("group name %s contains %q: use A-Z a-z 0-9 _ - (no MQTT wildcards + # or /)", quoteShort(group), c)
-		}
-	}
-	return nil
-}
+func ValidateGroup(group string) error { return validateLevel("group", group) }
 
 // groupFilters are the subscriptions of the daemon's groups.
 func (d *Daemon) groupFilters() []string {

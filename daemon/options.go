@@ -228,13 +228,17 @@ func setDefault[T comparable](v *T, def T) {
 // ValidateNode checks a node name: 1..64 bytes of A-Z a-z 0-9 _ -, which
 // is what both an MQTT topic level and a Home Assistant discovery node id
 // accept.
-func ValidateNode(node string) error {
-	if node == "" || len(node) > 64 {
-		return fmt.Errorf("node name must be 1..64 bytes, not %d", len(node))
+func ValidateNode(node string) error { return validateLevel("node", node) }
+
+// validateLevel checks a name that is one MQTT topic level and a Home
+// Assistant id: 1..64 bytes of A-Z a-z 0-9 _ -.
+func validateLevel(kind, name string) error {
+	if name == "" || len(name) > 64 {
+		return fmt.Errorf("%s name must be 1..64 bytes, not %d", kind, len(name))
 	}
-	for i := 0; i < len(node); i++ {
-		if c := node[i]; !isNameStart(c) && c != '-' {
-			return fmt.Errorf("node name %s contains %q: use A-Z a-z 0-9 _ -", quoteShort(node), c)
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !isNameStart(c) && c != '-' {
+			return fmt.Errorf("%s name %s contains %q: use A-Z a-z 0-9 _ - (one MQTT topic level: no wildcards + # or /)", kind, quoteShort(name), c)
 		}
 	}
 	return nil
