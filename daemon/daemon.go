@@ -265,7 +265,8 @@ func (d *Daemon) Unregister(ctx context.Context) error {
 
 // Unregister removes node from Home Assistant over t without a running
 // Daemon (mynahd -unregister): an empty retained discovery payload, and the
-// retained state cleared. prefix "" is "homeassistant".
+// retained state cleared. prefix "" is "homeassistant". The devices of the
+// node's groups stay: other members may still serve them (discovery.go).
 func Unregister(ctx context.Context, t Transport, node, prefix string) error {
 	if prefix == "" {
 		prefix = DefaultDiscoveryPrefix

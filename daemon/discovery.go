@@ -14,17 +14,20 @@ import (
 // component that no longer exists is sent as {"p": platform}, the only
 // way to remove it: left out, Home Assistant keeps it.
 
+// The fields with omitempty that a node's document always fills in are
+// left out of a group's (groupDiscoveryPayload).
+
 type haDevice struct {
 	IDs          []string `json:"ids"`
 	Name         string   `json:"name"`
 	Manufacturer string   `json:"mf"`
-	Model        string   `json:"mdl"`
-	SWVersion    string   `json:"sw"`
+	Model        string   `json:"mdl,omitempty"`
+	SWVersion    string   `json:"sw,omitempty"`
 }
 
 type haOrigin struct {
 	Name      string `json:"name"`
-	SWVersion string `json:"sw"`
+	SWVersion string `json:"sw,omitempty"`
 	URL       string `json:"url,omitempty"`
 }
 
@@ -105,9 +108,9 @@ var optionalComponents = map[string]string{
 type haDiscovery struct {
 	Device              haDevice               `json:"dev"`
 	Origin              haOrigin               `json:"o"`
-	AvailabilityTopic   string                 `json:"availability_topic"`
-	PayloadAvailable    string                 `json:"payload_available"`
-	PayloadNotAvailable string                 `json:"payload_not_available"`
+	AvailabilityTopic   string                 `json:"availability_topic,omitempty"`
+	PayloadAvailable    string                 `json:"payload_available,omitempty"`
+	PayloadNotAvailable string                 `json:"payload_not_available,omitempty"`
 	QoS                 int                    `json:"qos"`
 	Components          map[string]haComponent `json:"cmps"`
 }
@@ -139,7 +142,7 @@ func (d *Daemon) discoveryPayload(voices []string) ([]byte, error) {
 	}
 
 	say := cmp("notify", "say", "Say")
-	say.Icon = "mdi:account-voice"
+	say.Icon = sayIcon
 	say.CommandTopic = t.say
 
 	volume := cmp("number", "volume", "Volume")
@@ -262,7 +265,7 @@ func (d *Daemon) discoveryPayload(voices []string) ([]byte, error) {
 	return json.Marshal(haDiscovery{
 		Device: haDevice{IDs: []string{"mynah_" + node}, Name: name, Manufacturer: "mynah",
 			Model: d.opts.Model, SWVersion: version},
-		Origin:              haOrigin{Name: "mynah", SWVersion: version, URL: "https://github.com/mynah-tts/mynah"},
+		Origin:              haOrigin{Name: "mynah", SWVersion: version, URL: projectURL},
 		AvailabilityTopic:   t.status,
 		PayloadAvailable:    "online",
 		PayloadNotAvailable: "offline",
@@ -271,9 +274,63 @@ func (d *Daemon) discoveryPayload(voices []string) ([]byte, error) {
 	})
 }
 
+const (
+	sayIcon    = "mdi:account-voice"
+	projectURL = "https://github.com/mynah-tts/mynah"
+)
+
+// Each group is a device of its own in Home Assistant, "mynah group
+// <group>", with one notify entity that says a message on the group's say
+// topic, so that an automation can speak to the whole group at once.
+// Every member publishes the group's document, retained, with its own (at
+// start, on Home Assistant's birth message, after a reconnect), and every
+// member's is byte-identical: no member's node, version or model is in it,
+// and no availability either, since the entity works while any member is
+// up. So whichever member published last, the retained document is the
+// same, and Home Assistant, which ignores a discovery payload equal to the
+// one it has, sees a single unchanging device.
+//
+// No member removes it: not when it stops, nor when it is unregistered or
+// leaves the group, since the other members may still serve the group, and
+// a member cannot know whether any is left. A group that is gone for good
+// is removed by hand, with an empty retained payload on its topic.
+
+// GroupDiscoveryTopic is a group's retained device discovery topic:
+// <prefix>/device/mynah_group_<group>/config.
+func GroupDiscoveryTopic(prefix, group string) string {
+	return DiscoveryTopic(prefix, groupDeviceID(group))
+}
+
+func groupDeviceID(group string) string { return "mynah_group_" + group }
+
+// groupDiscoveryPayload is group's discovery document: the same for every
+// member, so made of the group's name alone.
+func groupDiscoveryPayload(group string) ([]byte, error) {
+	id := groupDeviceID(group)
+	// entity ids are lowercase with underscores; a group name may have
+	// capitals and dashes.
+	slug := strings.ToLower(strings.ReplaceAll(id, "-", "_"))
+	// The node's notify entity, on the group's say topic.
+	say := haComponent{
+		Platform:        "notify",
+		UniqueID:        id + "_say",
+		DefaultEntityID: "notify." + slug + "_say",
+		Name:            "Say",
+		QoS:             1,
+		Icon:            sayIcon,
+		CommandTopic:    GroupTopic(group, groupSay),
+	}
+	return json.Marshal(haDiscovery{
+		Device:     haDevice{IDs: []string{id}, Name: "mynah group " + group, Manufacturer: "mynah"},
+		Origin:     haOrigin{Name: "mynah", URL: projectURL},
+		QoS:        1,
+		Components: map[string]haComponent{"say": say},
+	})
+}
+
 // publishDiscovery refreshes the voice list (new voices show up in the
 // select, and a default voice that is gone is replaced) and publishes the
-// retained discovery document.
+// retained discovery document, and those of the node's groups.
 func (d *Daemon) publishDiscovery(ctx context.Context) {
 	voices := d.opts.Engine.Voices()
 	d.mu.Lock()
@@ -285,4 +342,12 @@ func (d *Daemon) publishDiscovery(ctx context.Context) {
 		return
 	}
 	d.publish(ctx, d.topics.discovery, b, true)
+	for _, g := range d.opts.Groups {
+		b, err := groupDiscoveryPayload(g)
+		if err != nil {
+			d.log.Error("encode group discovery", "group", g, "err", err)
+			continue
+		}
+		d.publish(ctx, GroupDiscoveryTopic(d.opts.DiscoveryPrefix, g), b, true)
+	}
 }

@@ -42,25 +42,31 @@ var haSchema = struct {
 }
 
 // TestDiscoveryMatchesHomeAssistantSchema checks every key of the payload,
-// with and without the optional parts, against haSchema: no key Home
-// Assistant would reject, every required key present, qos 1 in every
-// component (older Home Assistant ignores the device-level one), unique
-// ids unique, and stubs only for components that can go away.
+// with and without the optional parts, and of a group's payload, against
+// haSchema: no key Home Assistant would reject, every required key
+// present, qos 1 in every component (older Home Assistant ignores the
+// device-level one), unique ids unique, and stubs only for components
+// that can go away.
 func TestDiscoveryMatchesHomeAssistantSchema(t *testing.T) {
 	c := newCacheRec()
 	for _, tc := range []struct {
 		name   string
 		modify func(*Options)
 		voices []string
+		group  string // the document of this group instead of the node's
 	}{
 		{"full", func(o *Options) {
 			o.Cache = &c.fake
 			o.Audio = func() AudioStatus { return AudioStatus{Available: true} }
-		}, []string{"alice", "bob"}},
-		{"bare", nil, nil},
+		}, []string{"alice", "bob"}, ""},
+		{"bare", nil, nil, ""},
+		{"group", nil, nil, "Down-stairs_2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := newHarness(t, tc.modify).d.discoveryPayload(tc.voices)
+			if tc.group != "" {
+				b, err = groupDiscoveryPayload(tc.group)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
