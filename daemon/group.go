@@ -17,8 +17,12 @@ package daemon
 // A group say without an id (plain text from mosquitto_pub or a notify
 // action) gets a random id on each member, so its agreement goes by the
 // payload instead: "text-" and the first 16 hex digits of its SHA-256.
-// The same text sent again later is a new agreement: one whose instant
-// is over agreementStale past is made anew.
+// The same text sent again later is a new agreement: one this member
+// played whose instant is over agreementStale past is made anew. One it
+// never played is kept: a request that comes long after its members'
+// agreement is that announcement delivered late (a member back from an
+// outage gets what its session queued), and is dropped late rather than
+// played alone.
 
 import (
 	"context"
@@ -145,6 +149,7 @@ type agreement struct {
 	proposed time.Time     // this member's proposal; zero = none sent
 	at       time.Time     // the instant agreed on; zero until decided
 	decided  chan struct{} // closed when at is set
+	used     bool          // a request of this member took it
 }
 
 func agreementKey(group, id string) string { return group + "\x00" + id }
@@ -156,7 +161,7 @@ func (a *agreements) get(key string, now time.Time) *agreement {
 	if a.byKey == nil {
 		a.byKey = map[string]*agreement{}
 	}
-	if e, ok := a.byKey[key]; ok && (e.at.IsZero() || now.Sub(e.at) <= agreementStale) {
+	if e, ok := a.byKey[key]; ok && (!e.used || e.at.IsZero() || now.Sub(e.at) <= agreementStale) {
 		return e
 	}
 	if _, ok := a.byKey[key]; ok {
@@ -200,6 +205,13 @@ func (a *agreements) decide(e *agreement, at time.Time) bool {
 	return true
 }
 
+// use marks e as taken by a request of this member.
+func (a *agreements) use(e *agreement) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e.used = true
+}
+
 // state returns e's agreed and proposed instants.
 func (a *agreements) state(e *agreement) (at, proposed time.Time) {
 	a.mu.Lock()
@@ -216,6 +228,7 @@ func (d *Daemon) agreeLocked(r *Request) {
 	}
 	now := d.now()
 	e := d.agreed.get(agreementKey(r.Group, r.agreementID()), now)
+	d.agreed.use(e)
 	if at, _ := d.agreed.state(e); !at.IsZero() {
 		r.PlayAt = at
 		return

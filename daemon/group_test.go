@@ -297,3 +297,29 @@ func TestGroupPlainTextAgreesByPayload(t *testing.T) {
 	h.groupSend("all", "say", "Dinner is ready.")
 	waitFor(t, "a second proposal", func() bool { return len(h.proposals("all")) == 2 })
 }
+
+// A member back from an outage gets the announcement its session queued
+// long after the others agreed on it: it is dropped late, not played
+// alone.
+func TestGroupAnnouncementDeliveredLate(t *testing.T) {
+	h := groupHarness(t, nil)
+	past := time.Now().Add(-10 * time.Second)
+	h.groupSend("all", "sync", syncPayload("text-"+textKey([]byte("Dinner is ready."))[5:], past, "kitchen"))
+	h.groupSend("all", "say", "Dinner is ready.")
+	var e Event
+	waitFor(t, "a terminal event", func() bool {
+		for _, x := range h.events() {
+			if x.Group == "all" && (x.State == EventDropped || x.State == EventFailed || x.State == EventFinished) {
+				e = x
+				return true
+			}
+		}
+		return false
+	})
+	if e.State != EventDropped || e.Reason != ReasonLate {
+		t.Errorf("%+v, want dropped late", e)
+	}
+	if p := h.proposals("all"); len(p) != 0 {
+		t.Errorf("proposed %+v for an announcement agreed on long ago", p)
+	}
+}
