@@ -154,14 +154,16 @@ func (s *Store) commit(batch []*writeOp, flush bool) {
 			_ = s.runTx(s.flushLocked)
 		}
 	}
-	for i, op := range batch {
-		s.reply(op, errs[i])
-	}
 	if s.opts.ReleaseAfterCommit {
 		// A commit read the neighbours of what it changed through the map.
+		// Released before the replies: a writer that has its answer finds
+		// the pages gone (TestReleaseAfterCommit raced with this).
 		if _, err := s.ReleaseMapped(); err != nil {
 			s.log.Debug("mapped pages not released after a commit", "err", err)
 		}
+	}
+	for i, op := range batch {
+		s.reply(op, errs[i])
 	}
 }
 
