@@ -41,6 +41,9 @@ type Engine struct {
 	// store, when set, is the cache file: the audio of sentences already
 	// spoken, and the cloned speakers.
 	store *cache.Store
+	// remote, when set, is asked for a phrase-cache miss before it is
+	// synthesized (Options.Remote).
+	remote Remote
 	// sessions keeps loaded voices warm (LRU bounded as Sessions says,
 	// the default voice and Sessions.Pinned pinned, idle ones closed
 	// under memory pressure); concurrent first uses load a voice once.
@@ -125,6 +128,10 @@ type Options struct {
 	// they are asked for. mynahd sets it; a process that speaks once and
 	// exits (mynah say) is faster building the copy at load.
 	OptimizeInBackground bool
+	// Remote, with Store, is asked for every phrase-cache miss before the
+	// sentence is synthesized here (mynahd's render.mode remote); its
+	// answer is stored in the phrase cache. nil: misses are synthesized.
+	Remote Remote
 }
 
 // SessionOptions bound the voices kept loaded (mynahd's voices.sessions).
@@ -161,7 +168,7 @@ func Open(o *Options) (*Engine, error) {
 	}
 	vs := &Engine{rt: o.Runtime, dir: o.Dir, def: o.Default, opts: opts, log: log, now: o.Now, store: o.Store,
 		precision: o.Precision, precisions: o.Precisions, provider: o.Provider, cpu: o.CPU,
-		noNormalize: o.NoNormalize, emoji: o.Emoji}
+		noNormalize: o.NoNormalize, emoji: o.Emoji, remote: o.Remote}
 	if vs.now == nil {
 		vs.now = time.Now
 	}
@@ -378,25 +385,29 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 	}
 	_, cacheable := p.spec()
 	useCache := vs.store != nil && cacheable && !s.NoCache
+	var ask *RemoteRequest
+	if useCache && vs.remote != nil {
+		ask = &RemoteRequest{Voice: name, Speaker: s.Speaker, Rate: s.Rate, Normalize: norm}
+	}
 	var stored time.Duration // of this request's audio, in the phrase cache
 	for i, sentence := range sentences {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		start := time.Now()
-		m, err := vs.sentence(ctx, p, sentence, norm, useCache)
+		m, err := vs.sentence(ctx, p, sentence, norm, useCache, ask)
 		if err != nil {
 			return fmt.Errorf("sentence %d: %w", i+1, err)
 		}
 		key, pcm, hit := m.key, m.pcm, m.hit
-		c := Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm, Cached: hit, Took: time.Since(start), Unknown: m.unknown}
+		c := Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm, Cached: hit, Rendered: m.rendered, Took: time.Since(start), Unknown: m.unknown}
 		if !c.Last || s.Continued {
 			c.Silence = v.silence
 		}
 		if err := emit(c); err != nil {
 			return err
 		}
-		if useCache && !hit && stored+pcm.Duration() <= maxCachedRequestAudio {
+		if useCache && !hit && !m.rendered && stored+pcm.Duration() <= maxCachedRequestAudio {
 			vs.keep(key, name, pcm)
 			stored += pcm.Duration()
 		}
@@ -463,7 +474,7 @@ func (vs *Engine) PinPhrases(ctx context.Context, texts []string) error {
 			return fmt.Errorf("pinned phrase %q: %w", phrase, err)
 		}
 		for _, sentence := range sentences {
-			m, err := vs.sentence(ctx, p, sentence, norm, true)
+			m, err := vs.sentence(ctx, p, sentence, norm, true, nil)
 			if err != nil {
 				return fmt.Errorf("pinned phrase %q: %w", sentence, err)
 			}
@@ -495,23 +506,33 @@ func (vs *Engine) PinPhrases(ctx context.Context, texts []string) error {
 
 // made is one sentence's audio as sentence made it.
 type made struct {
-	key     cache.PhraseKey // zero without the phrase cache
-	pcm     audio.PCM
-	hit     bool // from the phrase cache
-	unknown int  // phonemes the voice had no id for (0 on a hit)
+	key      cache.PhraseKey // zero without the phrase cache
+	pcm      audio.PCM
+	hit      bool // from the phrase cache
+	rendered bool // from a render node (stored in the phrase cache already)
+	unknown  int  // phonemes the voice had no id for (0 on a hit)
 }
 
 // sentence makes one sentence's audio under plan p (its text read by
 // the rules norm names): from the phrase
-// cache when useCache and it is there, else synthesized. Speak and
-// PinPhrases share it.
-func (vs *Engine) sentence(ctx context.Context, p plan, sentence, norm string, useCache bool) (made, error) {
+// cache when useCache and it is there, else from a render node when ask
+// is set (Options.Remote), else synthesized. Speak and PinPhrases share
+// it.
+func (vs *Engine) sentence(ctx context.Context, p plan, sentence, norm string, useCache bool, ask *RemoteRequest) (made, error) {
 	var m made
 	if useCache {
 		m.key = phraseKey(p, sentence, norm)
 		if pcm, hit := vs.cached(m.key); hit {
 			m.pcm, m.hit = pcm, true
 			return m, nil
+		}
+		if ask != nil {
+			r := *ask
+			r.Text, r.Key = sentence, m.key
+			if pcm, ok := vs.fromRemote(ctx, r); ok {
+				m.pcm, m.rendered = pcm, true
+				return m, nil
+			}
 		}
 	}
 	var err error

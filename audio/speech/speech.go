@@ -48,6 +48,9 @@ type Chunk struct {
 	PCM     audio.PCM
 	Silence time.Duration // pause to play after PCM (none after the last, unless Request.Continued)
 	Cached  bool          // PCM came from the phrase cache, not from synthesis
+	// Rendered marks PCM a render node made (engine.Options.Remote),
+	// stored in the phrase cache since.
+	Rendered bool
 	// Took is how long the engine worked on the sentence: the cache
 	// lookup, and the synthesis on a miss.
 	Took time.Duration

@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
+	"github.com/mynah-tts/mynah/cache"
+)
+
+// remoteFunc is a Remote of one function.
+type remoteFunc func(ctx context.Context, r RemoteRequest) ([]byte, error)
+
+func (f remoteFunc) Render(ctx context.Context, r RemoteRequest) ([]byte, error) { return f(ctx, r) }
+
+// storeEngine opens the demo voices of dir with a phrase cache of its own
+// and remote as its render nodes.
+func storeEngine(t *testing.T, dir string, remote Remote) (*Engine, *cache.Store) {
+	t.Helper()
+	store, err := cache.Open(filepath.Join(t.TempDir(), "cache.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	vs, err := Open(&Options{Runtime: enginetest.OpenRuntime(t), Dir: dir, Default: "a", Store: store, Remote: remote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { vs.Close() })
+	return vs, store
+}
+
+type spoken struct {
+	samples          []int16
+	cached, rendered []bool
+}
+
+func speakAll(t *testing.T, vs *Engine, text string) spoken {
+	t.Helper()
+	var s spoken
+	err := vs.Speak(context.Background(), Request{Text: text}, func(c Chunk) error {
+		s.samples = append(s.samples, c.PCM.Samples...)
+		s.cached, s.rendered = append(s.cached, c.Cached), append(s.rendered, c.Rendered)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A remote node asks a render node for each miss: the audio is the
+// render node's, bit for bit, kept in the remote's phrase cache (the next
+// time is a hit there), and made once; the render node answers a second
+// asker from its cache.
+func TestRemoteRendersMisses(t *testing.T) {
+	dir := t.TempDir()
+	enginetest.WriteVoices(t, dir, "a")
+	server, serverStore := storeEngine(t, dir, nil)
+	var asked []RemoteRequest
+	client, _ := storeEngine(t, dir, remoteFunc(func(ctx context.Context, r RemoteRequest) ([]byte, error) {
+		asked = append(asked, r)
+		_, record, err := server.RenderPhrase(ctx, r)
+		return record, err
+	}))
+	text := "The washing is done. Please empty it."
+	first := speakAll(t, client, text)
+	if !slices.Equal(first.rendered, []bool{true, true}) || slices.Contains(first.cached, true) {
+		t.Fatalf("first: rendered %v cached %v, want both rendered", first.rendered, first.cached)
+	}
+	if len(asked) != 2 || asked[0].Text != "The washing is done." || asked[0].Key == (cache.PhraseKey{}) || asked[0].Voice != "a" {
+		t.Fatalf("asked %+v", asked)
+	}
+	if n := serverStore.Stats().Entries; n != 2 {
+		t.Errorf("the render node keeps %d phrases, want 2", n)
+	}
+	again := speakAll(t, client, text)
+	if !slices.Equal(again.cached, []bool{true, true}) || len(asked) != 2 {
+		t.Errorf("again: cached %v, %d asks: want hits in the remote's own cache", again.cached, len(asked))
+	}
+	local, _ := storeEngine(t, dir, nil)
+	if own := speakAll(t, local, text); !slices.Equal(own.samples, first.samples) {
+		t.Error("the rendered audio differs from what this node synthesizes itself")
+	}
+	// A second asker: the render node answers from its cache.
+	entries := serverStore.Stats().Entries
+	other, _ := storeEngine(t, dir, remoteFunc(func(ctx context.Context, r RemoteRequest) ([]byte, error) {
+		_, record, err := server.RenderPhrase(ctx, r)
+		return record, err
+	}))
+	speakAll(t, other, text)
+	if n := serverStore.Stats().Entries; n != entries {
+		t.Errorf("the render node made %d new phrases for a second asker", n-entries)
+	}
+}
+
+// No answer, or a damaged one, is a miss: the sentence is synthesized
+// here, and stored as usual.
+func TestRemoteFailureSynthesizesHere(t *testing.T) {
+	dir := t.TempDir()
+	enginetest.WriteVoices(t, dir, "a")
+	for name, remote := range map[string]Remote{
+		"no render node": remoteFunc(func(context.Context, RemoteRequest) ([]byte, error) { return nil, errors.New("timed out") }),
+		"damaged answer": remoteFunc(func(context.Context, RemoteRequest) ([]byte, error) { return []byte("not a phrase record"), nil }),
+	} {
+		t.Run(name, func(t *testing.T) {
+			vs, store := storeEngine(t, dir, remote)
+			s := speakAll(t, vs, "Hello there.")
+			if len(s.samples) == 0 || s.rendered[0] || s.cached[0] {
+				t.Fatalf("rendered %v cached %v, %d samples: want synthesized here", s.rendered, s.cached, len(s.samples))
+			}
+			if store.Stats().Entries != 1 {
+				t.Error("the synthesized sentence was not cached")
+			}
+		})
+	}
+}
+
+// A render node whose copy of the voice differs (another key) refuses.
+func TestRenderPhraseKeyMismatch(t *testing.T) {
+	dir := t.TempDir()
+	enginetest.WriteVoices(t, dir, "a")
+	server, _ := storeEngine(t, dir, nil)
+	_, _, err := server.RenderPhrase(context.Background(), RemoteRequest{Voice: "a", Rate: 1, Text: "Hello.", Normalize: "1", Key: cache.PhraseKey{1}})
+	if !errors.Is(err, ErrRemoteKey) {
+		t.Errorf("err %v, want ErrRemoteKey", err)
+	}
+}
