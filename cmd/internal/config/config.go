@@ -79,6 +79,8 @@ type Config struct {
 	Text Text `yaml:"text"`
 	// Groups are the speaker groups this node plays in sync with others.
 	Groups Groups `yaml:"groups"`
+	// Render shares synthesis between nodes through the broker.
+	Render Render `yaml:"render"`
 
 	// WatchdogStall is how long one synthesis step or one audio write may
 	// block before mynahd stops its systemd watchdog pings (and systemd,
@@ -147,6 +149,28 @@ type Groups struct {
 	// Default 5m.
 	ClockCheck time.Duration `yaml:"clock_check"`
 }
+
+// Render is the render section: nodes that synthesize for others (serve)
+// and nodes that ask them first (remote), through the broker.
+type Render struct {
+	// Mode is local (default: every sentence is made here), remote (a
+	// phrase-cache miss is asked of the render nodes first, and made here
+	// only when none answers) or serve (this node answers other nodes'
+	// requests, from its phrase cache or by synthesis, and makes its own
+	// sentences itself).
+	Mode string `yaml:"mode"`
+	// Timeout is how long a remote node waits for an answer before it
+	// asks once more, then synthesizes the sentence itself. 100ms to 1m,
+	// default 3s.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// Modes of Render.Mode.
+const (
+	RenderLocal  = "local"
+	RenderRemote = "remote"
+	RenderServe  = "serve"
+)
 
 // Wyoming is the wyoming section.
 type Wyoming struct {
@@ -449,6 +473,7 @@ func Default() Config {
 		Wyoming:  Wyoming{MaxConnections: wyoming.DefaultMaxConnections, Zeroconf: true},
 		Announce: Announce{Chimes: map[string]string{}, Priority: map[string]string{"alert": "two_tone"}},
 		Text:     Text{Normalize: true, Emoji: "drop"},
+		Render: Render{Mode: RenderLocal, Timeout: 3 * time.Second},
 		Groups: Groups{
 			Names:      []string{},
 			Lead:       500 * time.Millisecond,

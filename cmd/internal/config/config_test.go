@@ -145,6 +145,10 @@ func TestValidate(t *testing.T) {
 		{"watchdog_stall", func(c *Config) { c.WatchdogStall = 2 * time.Hour }},
 		{"watchdog_stall", func(c *Config) { c.WatchdogStall = 2 * time.Second }}, // = audio.write_timeout
 		{"groups.names[1]", func(c *Config) { c.Groups.Names = []string{"all", "up+stairs"} }},
+		{"render.mode", func(c *Config) { c.Render.Mode = "cluster" }},
+		{"render.mode", func(c *Config) { c.Render.Mode = "" }},
+		{"render.timeout", func(c *Config) { c.Render.Timeout = 10 * time.Millisecond }},
+		{"render.timeout", func(c *Config) { c.Render.Timeout = time.Hour }},
 		{"groups.names[0]", func(c *Config) { c.Groups.Names = []string{"floor#1"} }},
 		{"groups.names[0]", func(c *Config) { c.Groups.Names = []string{"house/down"} }},
 		{"groups.names[0]", func(c *Config) { c.Groups.Names = []string{"$SYS"} }},

@@ -164,6 +164,10 @@ func (c Config) Validate() error {
 	c.Wyoming.validate(bad)
 	c.Announce.validate(bad)
 	c.Groups.validate(bad)
+	if !slices.Contains([]string{RenderLocal, RenderRemote, RenderServe}, c.Render.Mode) {
+		bad("render.mode", "%q: want local, remote or serve", c.Render.Mode)
+	}
+	checkDuration(bad, "render.timeout", c.Render.Timeout, 100*time.Millisecond, time.Minute)
 	if c.Text.Emoji != "drop" && c.Text.Emoji != "name" {
 		bad("text.emoji", "%q: want drop or name", c.Text.Emoji)
 	}
