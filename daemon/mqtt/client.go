@@ -8,6 +8,8 @@
 //     Every subscription is renewed after every (re)connect anyway: a
 //     broker that lost its state (restart without persistence, session
 //     expiry) would otherwise leave the daemon deaf while looking healthy.
+//     A render node's second connection is the exception: it asks for a
+//     clean session (Options.CleanSession, RenderTransport).
 //   - Messages are routed by this package, not by paho's router, so that
 //     the persistent session's backlog, which arrives right after CONNACK
 //     and before the daemon has called Subscribe, is held (bounded by
@@ -117,7 +119,8 @@ func Connect(ctx context.Context, opts *Options) (*Client, error) {
 	po.SetPassword(s.password)
 	po.SetTLSConfig(s.tls)
 	po.SetProtocolVersion(4) // 3.1.1: no silent fallback to 3.1
-	po.SetCleanSession(false)
+	// Persistent unless asked otherwise (Options.CleanSession).
+	po.SetCleanSession(s.clean)
 	po.SetOrderMatters(true) // see the package comment
 	po.SetAutoAckDisabled(s.manualAck)
 	po.SetKeepAlive(s.keepAlive)

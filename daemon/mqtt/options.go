@@ -114,6 +114,16 @@ type Options struct {
 	// handlers return, and Message.Ack is nil.
 	ManualAck bool
 
+	// CleanSession connects with a session the broker forgets on
+	// disconnect, instead of the persistent session mynahd's own
+	// connection keeps: nothing is queued for the client while it is
+	// offline. For the second connection of a render node (package
+	// render), whose shared subscription must not stay a member while the
+	// node is offline, or the broker goes on handing it its share of the
+	// requests, which are lost (mosquitto#1747). Give it a ClientID of
+	// its own, and NoStatus.
+	CleanSession bool
+
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
 }
@@ -138,6 +148,7 @@ type settings struct {
 	statusTopic string
 	onConnect   func()
 	manualAck   bool
+	clean       bool
 	log         *slog.Logger
 }
 
@@ -158,6 +169,7 @@ func (o *Options) resolve() (*settings, error) {
 		statusTopic: o.StatusTopic,
 		onConnect:   o.OnConnect,
 		manualAck:   o.ManualAck,
+		clean:       o.CleanSession,
 		log:         o.Logger,
 	}
 	var err error

@@ -120,7 +120,7 @@ func (c *Client) Subscribe(filters []string, handle func(daemon.Message), connec
 
 func (s *subscription) matches(topic string) bool {
 	for _, f := range s.filters {
-		if matchTopic(f, topic) {
+		if matchTopic(topicFilter(f), topic) {
 			return true
 		}
 	}

@@ -24,10 +24,20 @@ func ValidateTopic(topic string) error {
 
 // ValidateFilter checks a subscription filter: the rules of ValidateTopic,
 // except that + may stand for one whole level and # for the whole last
-// level.
+// level. A shared subscription, $share/<group>/<filter>, needs a group
+// without wildcards and a filter after it.
 func ValidateFilter(filter string) error {
 	if err := validateTopicString(filter); err != nil {
 		return err
+	}
+	if rest, ok := strings.CutPrefix(filter, sharePrefix); ok {
+		group, f, _ := strings.Cut(rest, "/")
+		switch {
+		case group == "" || strings.ContainsAny(group, "+#"):
+			return fmt.Errorf("%w: %q: a shared subscription needs a group name without wildcards", ErrInvalidTopic, truncate(filter))
+		case f == "":
+			return fmt.Errorf("%w: %q: a shared subscription needs a filter after its group", ErrInvalidTopic, truncate(filter))
+		}
 	}
 	rest := filter
 	for {
@@ -57,6 +67,23 @@ func validateTopicString(s string) error {
 		return fmt.Errorf("%w: %q: contains NUL", ErrInvalidTopic, truncate(s))
 	}
 	return nil
+}
+
+// sharePrefix starts a shared subscription's filter (MQTT 5 section
+// 4.8.2, which Mosquitto 2 and EMQX serve to MQTT 3.1.1 clients too).
+const sharePrefix = "$share/"
+
+// topicFilter returns the part of a valid filter that topics are matched
+// against: a shared subscription's messages come with their topic as
+// published, without "$share/<group>/" (paho's router strips it too, but
+// this package routes by itself).
+func topicFilter(filter string) string {
+	rest, ok := strings.CutPrefix(filter, sharePrefix)
+	if !ok {
+		return filter
+	}
+	_, f, _ := strings.Cut(rest, "/")
+	return f
 }
 
 // matchTopic reports whether a valid filter matches a valid topic name.

@@ -30,6 +30,15 @@ func TestValidateTopicAndFilter(t *testing.T) {
 		{"##", false, false},
 		{"a\x00b", false, false},
 		{"a\xffb", false, false},
+		// Shared subscriptions: a group without wildcards, then a filter.
+		{"$share/mynah-render/mynah/render/req", true, true},
+		{"$share/g/mynah/+/say", false, true},
+		{"$share/g/#", false, true},
+		{"$share/g", true, false},
+		{"$share/g/", true, false},
+		{"$share//a", true, false},
+		{"$share/+/a", false, false},
+		{"$share/g#/a", false, false},
 		{strings.Repeat("a", MaxTopicLen), true, true},
 		{strings.Repeat("a", MaxTopicLen+1), false, false},
 	} {
@@ -81,6 +90,31 @@ func TestMatchTopic(t *testing.T) {
 	}
 }
 
+// A shared subscription's messages carry the topic as published: the
+// subscription matches them by the filter after "$share/<group>/".
+func TestSharedSubscriptionMatches(t *testing.T) {
+	for _, tt := range []struct {
+		filter, topic string
+		want          bool
+	}{
+		{"$share/mynah-render/mynah/render/req", "mynah/render/req", true},
+		{"$share/mynah-render/mynah/render/req", "$share/mynah-render/mynah/render/req", false},
+		{"$share/mynah-render/mynah/render/req", "mynah/render/reply/x", false},
+		{"$share/g/mynah/+/say", "mynah/kitchen/say", true},
+		{"$share/g/#", "a/b", true},
+		{"$share/g/#", "$SYS/x", false},
+		{"mynah/render/req", "mynah/render/req", true},
+	} {
+		if err := ValidateFilter(tt.filter); err != nil {
+			t.Fatal(err)
+		}
+		s := &subscription{filters: []string{tt.filter}}
+		if got := s.matches(tt.topic); got != tt.want {
+			t.Errorf("%q matches %q = %v, want %v", tt.filter, tt.topic, got, tt.want)
+		}
+	}
+}
+
 // FuzzMatchTopic checks properties that must hold for every valid topic
 // and filter the broker or a config can produce.
 func FuzzMatchTopic(f *testing.F) {
@@ -98,7 +132,7 @@ func FuzzMatchTopic(f *testing.F) {
 	f.Fuzz(func(t *testing.T, filter, topic string) {
 		fErr := ValidateFilter(filter)
 		tErr := ValidateTopic(topic)
-		if ValidateTopic(filter) == nil && fErr != nil {
+		if ValidateTopic(filter) == nil && fErr != nil && !strings.HasPrefix(filter, sharePrefix) {
 			t.Fatalf("%q is a valid topic but not a valid filter: %v", filter, fErr)
 		}
 		if fErr != nil || tErr != nil {
