@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -50,7 +49,8 @@ type ClientOptions struct {
 	// DefaultTimeout). A Fetch that gets none takes at most two of them.
 	Timeout time.Duration
 	// MaxRecordBytes refuses answers that say their record is bigger
-	// (default and most MaxRecordBytes). It bounds what one Fetch holds.
+	// (default and most MaxRecordBytes). It bounds what one Fetch holds:
+	// the chunks, then for a moment the joined record too.
 	MaxRecordBytes int
 	// Logger receives refused answers and failed tries (debug); nil
 	// discards them.
@@ -334,8 +334,8 @@ func (c *Client) count(n *uint64) {
 }
 
 // handle takes one answer message. It runs on the transport's goroutine:
-// decoding, a copy of the chunk and, for the last chunk, one CRC over the
-// record (about a millisecond per MiB on a small board).
+// decoding and, for the last chunk, joining the record and one CRC over
+// it (about a millisecond per MiB on a small board).
 func (c *Client) handle(topic string, payload []byte) {
 	if topic != c.reply {
 		return
@@ -442,7 +442,7 @@ func (f *fetch) add(ch *Chunk, c *Client) (refused string, complete bool) {
 	if a.bytes+len(ch.Data) > a.size {
 		return RefusedSize, false
 	}
-	a.parts[ch.Seq] = bytes.Clone(ch.Data)
+	a.parts[ch.Seq] = ch.Data // the payload is ours (Transport)
 	a.have++
 	a.bytes += len(ch.Data)
 	if a.have < a.total {

@@ -9,8 +9,8 @@ type Transport interface {
 	// transport lives (renewed after reconnects) and calls handle for
 	// every message, with its topic as published (a shared subscription's
 	// "$share/<group>/" is not part of it). handle runs on the transport's
-	// goroutine: it returns quickly and never publishes. The payload is
-	// the handler's to keep.
+	// goroutine: it returns quickly and never publishes. The handler may
+	// keep the payload, but never changes it.
 	Subscribe(filters []string, handle func(topic string, payload []byte)) error
 	// Publish sends payload at QoS 1, not retained, and returns once the
 	// broker has it, or when ctx ends.
