@@ -201,3 +201,82 @@ func TestRenderNodeOffline(t *testing.T) {
 		})
 	}
 }
+
+// renderACL is the README's Mosquitto acl_file for render nodes: the
+// render nodes' user may read the requests and write any reply topic; a
+// requester (its MQTT user named as its node) may write requests and
+// read only its own reply topic.
+const renderACL = `user render
+topic read mynah/render/req
+topic write mynah/render/reply/+
+
+pattern write mynah/render/req
+pattern read mynah/render/reply/%u`
+
+// The README's ACL for render nodes works for a shared subscription:
+// the render user's $share subscription gets the requests, and one
+// requester can neither read nor forge another's answers.
+func TestRenderACL(t *testing.T) {
+	m := mqtttest.StartMosquittoWith(t, &mqtttest.MosquittoOptions{
+		Users: map[string]string{"render": "r-secret", "kitchen": "k-secret", "hall": "h-secret"},
+		ACL:   renderACL,
+	})
+	as := func(user, pass string, clean bool) func(*mqtt.Options) {
+		return func(o *mqtt.Options) {
+			o.Username, o.Password = user, pass
+			o.CleanSession = clean
+			o.NoStatus, o.StatusTopic = true, ""
+		}
+	}
+	id := uniq()
+	serve := connectClient(t, m.URL(), "serve-"+id, as("render", "r-secret", true))
+	w := &watchedTransport{Transport: serve.RenderTransport(), subscribed: make(chan struct{}), topics: make(map[string]int)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- render.Serve(ctx, w, func(_ context.Context, r render.Request) (string, []byte, error) {
+			return renderKey, []byte("record of " + r.Text), nil
+		}, nil)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	select {
+	case <-w.subscribed:
+	case <-time.After(wait):
+		t.Fatal("not subscribed")
+	}
+
+	kitchen := connectClient(t, m.URL(), "kitchen-"+id, as("kitchen", "k-secret", false))
+	c, err := render.NewClient(kitchen.RenderTransport(), "kitchen", &render.ClientOptions{Timeout: wait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetchAll(t, c, 2)
+
+	// Another requester may neither read nor write the kitchen's replies.
+	hall := connectClient(t, m.URL(), "hall-"+id, as("hall", "h-secret", false))
+	got := hall.subscribe(t, "mynah/render/reply/kitchen", "mynah/render/reply/hall")
+	// In order on one connection, so to the hall in order: had the first
+	// been let through, it would come before the second.
+	for _, topic := range []string{"mynah/render/reply/kitchen", "mynah/render/reply/hall"} {
+		if err := serve.Publish(context.Background(), topic, []byte("marker"), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if msg := recv(t, got); msg.Topic != "mynah/render/reply/hall" {
+		t.Fatalf("the hall read %s", msg.Topic)
+	}
+	if err := hall.Publish(context.Background(), "mynah/render/reply/kitchen", []byte("forged"), false); err != nil {
+		t.Fatal(err)
+	}
+	fetchAll(t, c, 1) // the forgery, had it passed, came before this answer
+	// The kitchen refused the render user's marker, and saw nothing of
+	// the hall's.
+	if st := c.Stats(); len(st.Refused) != 1 || st.Refused[render.RefusedMalformed] != 1 || st.Answers != 3 {
+		t.Fatalf("client stats %+v: the hall's publish reached the kitchen", st)
+	}
+}
