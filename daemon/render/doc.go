@@ -86,9 +86,10 @@
 // refused), in the voice asked for, under the key asked for when the
 // request had one, and when the reassembled record has the announced
 // size and CRC-32C. Refused chunks are counted by reason (ClientStats)
-// and never returned. A forged answer cannot make a Fetch return wrong
-// audio, though anyone who may publish on a requester's reply topic can
-// make its Fetches fail: ACLs on mynah/render/# decide who may.
+// and never returned. The checks catch damage, mix-ups and stale or
+// stray answers, not a determined forger: whoever may read the requests
+// and publish on a requester's reply topic can answer for a render node.
+// ACLs on mynah/render/# decide who may.
 //
 // Fallback. When neither try brings a verified record, Fetch fails with
 // an error wrapping ErrNoRenderer (its reason is render) that says what
