@@ -64,6 +64,9 @@ type Event struct {
 	// LatencyMS is received → finished (all audio drained).
 	LatencyMS *float64 `json:"latency_ms,omitempty"`
 	Sentences *int     `json:"sentences,omitempty"`
+	// Rendered counts a finished request's sentences a render node made
+	// (render.mode remote); they count as misses in Cache.
+	Rendered *int `json:"rendered,omitempty"`
 	// Cache says where a finished request's audio came from: CacheHit (every
 	// sentence from the phrase cache), CacheMiss (none) or CachePartial.
 	Cache string `json:"cache,omitempty"`
@@ -109,6 +112,9 @@ const (
 	CacheHit     = "hit"
 	CacheMiss    = "miss"
 	CachePartial = "partial"
+	// CacheRendered is a sentence detail's source when a render node made
+	// the sentence (render.mode remote): a miss here, not synthesized here.
+	CacheRendered = "rendered"
 )
 
 // State is the retained JSON on mynah/<node>/state, published on every

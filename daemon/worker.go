@@ -33,6 +33,7 @@ func (e *jobError) Unwrap() error { return e.err }
 type progress struct {
 	sentences  int
 	cached     int       // sentences that came from the engine's phrase cache
+	rendered   int       // sentences a render node made
 	startedAt  time.Time // when the sink accepted the first audio; zero = not yet
 	rate, chns int       // format of the last sentence, for its silence
 	detail     []SentenceDetail
@@ -146,6 +147,9 @@ func (d *Daemon) runJob(j *job) {
 		d.log.Info("spoken", "id", r.ID, "sentences", p.sentences, "latency", latency)
 		e := Event{ID: r.ID, State: EventFinished, Owner: r.Owner, FirstAudioMS: first,
 			LatencyMS: millis(latency), Sentences: &p.sentences, Cache: p.cacheResult(), SentenceDetail: p.detail}
+		if p.rendered > 0 {
+			e.Rendered = &p.rendered
+		}
 		p.timing(&e)
 		d.finish(r, e)
 	case reason == "" && je != nil && je.reason == ReasonLate:
@@ -250,6 +254,9 @@ func (d *Daemon) writeChunk(j *job, c Chunk, p *progress) error {
 	if c.Cached {
 		p.cached++
 	}
+	if c.Rendered {
+		p.rendered++
+	}
 	if len(c.PCM.Samples) > 0 {
 		if err := c.PCM.Validate(); err != nil {
 			return &jobError{ReasonSynthesis, fmt.Errorf("sentence %d: %w", c.Index, err)}
@@ -257,8 +264,11 @@ func (d *Daemon) writeChunk(j *job, c Chunk, p *progress) error {
 		src := "" // not recorded beyond MaxSentenceDetail
 		if len(p.detail) < MaxSentenceDetail {
 			src = CacheMiss
-			if c.Cached {
+			switch {
+			case c.Cached:
 				src = CacheHit
+			case c.Rendered:
+				src = CacheRendered
 			}
 		}
 		if err := d.writePCM(j, c.PCM, true, p, src); err != nil {

@@ -387,7 +387,7 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 	useCache := vs.store != nil && cacheable && !s.NoCache
 	var ask *RemoteRequest
 	if useCache && vs.remote != nil {
-		ask = &RemoteRequest{Voice: name, Speaker: s.Speaker, Rate: s.Rate, Normalize: norm}
+		ask = &RemoteRequest{Voice: name, Speaker: s.Speaker, Rate: s.Rate, Normalized: norm != normalizeOff}
 	}
 	var stored time.Duration // of this request's audio, in the phrase cache
 	for i, sentence := range sentences {

@@ -29,10 +29,10 @@ type RemoteRequest struct {
 	// Text is one sentence, read already: the render node neither
 	// normalizes nor splits it again.
 	Text string
-	// Normalize names the reading rules Text was read by (the phrase
-	// key's "normalize" setting: a version, or "off").
-	Normalize string
-	Key       cache.PhraseKey
+	// Normalized says Text was read by this build's rules
+	// (text.NormalizeVersion, part of the key); false: spoken as written.
+	Normalized bool
+	Key        cache.PhraseKey
 }
 
 // ErrRemoteKey is RenderPhrase's error when the render node's own key of
@@ -67,7 +67,7 @@ func (vs *Engine) fromRemote(ctx context.Context, r RemoteRequest) (audio.PCM, b
 
 // RenderPhrase makes one sentence's phrase record for another node
 // (mynahd's render.mode serve): from the phrase cache, else synthesized
-// and stored. The sentence is taken as read (r.Normalize names how); the
+// and stored. The sentence is taken as read (r.Normalized says how); the
 // key is this node's, which must equal r.Key when that is set
 // (ErrRemoteKey).
 func (vs *Engine) RenderPhrase(ctx context.Context, r RemoteRequest) (cache.PhraseKey, []byte, error) {
@@ -88,7 +88,11 @@ func (vs *Engine) RenderPhrase(ctx context.Context, r RemoteRequest) (cache.Phra
 	if _, cacheable := p.spec(); !cacheable {
 		return cache.PhraseKey{}, nil, fmt.Errorf("render %q: its audio depends on more than the sentence", name)
 	}
-	key := phraseKey(p, r.Text, r.Normalize)
+	norm := normalizeOff
+	if r.Normalized {
+		norm = normalizeVersion
+	}
+	key := phraseKey(p, r.Text, norm)
 	if r.Key != (cache.PhraseKey{}) && key != r.Key {
 		return key, nil, fmt.Errorf("render %q: %w", name, ErrRemoteKey)
 	}

@@ -124,7 +124,7 @@ func TestRenderPhraseKeyMismatch(t *testing.T) {
 	dir := t.TempDir()
 	enginetest.WriteVoices(t, dir, "a")
 	server, _ := storeEngine(t, dir, nil)
-	_, _, err := server.RenderPhrase(context.Background(), RemoteRequest{Voice: "a", Rate: 1, Text: "Hello.", Normalize: "1", Key: cache.PhraseKey{1}})
+	_, _, err := server.RenderPhrase(context.Background(), RemoteRequest{Voice: "a", Rate: 1, Text: "Hello.", Normalized: true, Key: cache.PhraseKey{1}})
 	if !errors.Is(err, ErrRemoteKey) {
 		t.Errorf("err %v, want ErrRemoteKey", err)
 	}

@@ -86,7 +86,7 @@ func benchPublish(b *testing.B, cached, chime bool) {
 		}
 		defer store.Close()
 	}
-	voices, err := openVoices(enginetest.OpenRuntime(b), cfg, store, systemd.NewNotifier(log), log)
+	voices, err := openVoices(enginetest.OpenRuntime(b), cfg, store, &remoteRenderer{}, systemd.NewNotifier(log), log)
 	if err != nil {
 		b.Fatal(err)
 	}

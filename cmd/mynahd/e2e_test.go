@@ -247,7 +247,7 @@ func TestSayThroughPortAudio(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same sentence from the same voice, straight from the engine.
-	vs, err := openVoices(enginetest.OpenRuntime(t), cfg, nil, systemd.NewNotifier(slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler))
+	vs, err := openVoices(enginetest.OpenRuntime(t), cfg, nil, &remoteRenderer{}, systemd.NewNotifier(slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,43 +33,57 @@ type fleet struct {
 // waits until every one is online.
 func startFleet(t testing.TB, bin, broker, group string, n int) *fleet {
 	t.Helper()
-	shared := t.TempDir()
-	voices := filepath.Join(shared, "voices")
+	f := &fleet{events: map[string]*eventLog{}, runs: map[string]*killRun{}}
+	voices := fleetVoices(t)
+	for i := range n {
+		f.start(t, bin, broker, fmt.Sprintf("m%d", i), voices, "groups: ["+group+"]\n")
+	}
+	return f
+}
+
+// fleetVoices writes the demo voice into a voices directory the nodes of
+// a fleet share.
+func fleetVoices(t testing.TB) string {
+	t.Helper()
+	voices := filepath.Join(t.TempDir(), "voices")
 	if err := os.MkdirAll(filepath.Join(voices, demo.Name), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := demo.Write(filepath.Join(voices, demo.Name), nil); err != nil {
 		t.Fatal(err)
 	}
-	f := &fleet{events: map[string]*eventLog{}, runs: map[string]*killRun{}}
-	for i := range n {
-		node := fmt.Sprintf("m%d", i)
-		dir := t.TempDir()
-		conf := filepath.Join(dir, "mynahd.yaml")
-		if err := os.WriteFile(conf, []byte("node: "+node+"\nmqtt:\n  broker: "+broker+"\nvoices:\n  dir: "+voices+
-			"\nonnx:\n  optimized_dir: "+shared+"/optimized\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\n"+
-			"groups: ["+group+"]\nlog:\n  level: warn\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		status := mqtttest.Subscribe(t, broker, daemon.StatusTopic(node))
-		// A persistent session: events sent while the broker restarts
-		// are kept for it.
-		f.events[node] = collectEvents(mqtttest.SubscribeSession(t, broker, "mynah/"+node+"/event", "fleet-watcher-"+node))
-		f.runs[node] = startMynahd(t, bin, conf)
-		f.nodes = append(f.nodes, node)
-		for deadline := time.After(wait); ; {
-			select {
-			case m := <-status:
-				if string(m.Payload) != "online" {
-					continue
-				}
-			case <-deadline:
-				t.Fatalf("%s not online within %v\n%s", node, wait, &f.runs[node].stderr)
-			}
-			break
-		}
+	return voices
+}
+
+// start starts one node of the fleet on voices with extra config lines,
+// waits until it is online, and returns its directory (cache.db, spool.db).
+func (f *fleet) start(t testing.TB, bin, broker, node, voices, extra string) (dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	conf := filepath.Join(dir, "mynahd.yaml")
+	if err := os.WriteFile(conf, []byte("node: "+node+"\nmqtt:\n  broker: "+broker+"\nvoices:\n  dir: "+voices+
+		"\nonnx:\n  optimized_dir: "+filepath.Dir(voices)+"/optimized\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\n"+
+		extra+"log:\n  level: warn\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	return f
+	status := mqtttest.Subscribe(t, broker, daemon.StatusTopic(node))
+	// A persistent session: events sent while the broker restarts are
+	// kept for it.
+	f.events[node] = collectEvents(mqtttest.SubscribeSession(t, broker, "mynah/"+node+"/event", "fleet-watcher-"+node))
+	f.runs[node] = startMynahd(t, bin, conf)
+	f.nodes = append(f.nodes, node)
+	for deadline := time.After(wait); ; {
+		select {
+		case m := <-status:
+			if string(m.Payload) != "online" {
+				continue
+			}
+		case <-deadline:
+			t.Fatalf("%s not online within %v\n%s", node, wait, &f.runs[node].stderr)
+		}
+		break
+	}
+	return dir
 }
 
 // started waits until every member has answered id with a terminal event

@@ -45,7 +45,8 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 	st := openStores(cfg, log)
 	defer st.Close()
 	logMallocTuning(log)
-	voices, err := openVoices(rt, cfg, st.cache, notify, log)
+	remote := &remoteRenderer{}
+	voices, err := openVoices(rt, cfg, st.cache, remote, notify, log)
 	if err != nil {
 		return err
 	}
@@ -92,7 +93,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 	// The daemon registers for reconnects when Run subscribes: the
 	// client then re-announces it (discovery, state) and lets its outbox
 	// retry after every reconnect.
-	client, err := connectMQTT(ctx, cfg, brokerURL, false, log)
+	client, err := connectMQTT(ctx, cfg, brokerURL, asDaemon, log)
 	if err != nil {
 		return err
 	}
@@ -103,6 +104,11 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 			log.Warn("mqtt close", "err", cerr)
 		}
 	}()
+	stopRender, err := startRender(ctx, cfg, brokerURL, client, voices, remote, log.With("component", "render"))
+	if err != nil {
+		return err
+	}
+	defer stopRender()
 
 	vol := cfg.Audio.Volume
 	opts := &daemon.Options{
@@ -293,17 +299,30 @@ func openOutput(spec string, c config.Audio, rate int, log *slog.Logger) (sink, 
 	return portaudio.Open(&portaudio.Options{Device: spec, WriteTimeout: c.WriteTimeout, Logger: log.With("component", "audio")})
 }
 
-// connectMQTT connects as the daemon, or with tool set as a short-lived
-// tool: its own client id (taking the daemon's would cut the running daemon
-// off and take over its queued commands) and no status announcements.
-func connectMQTT(ctx context.Context, cfg config.Config, broker string, tool bool, log *slog.Logger) (*mqtt.Client, error) {
+// Roles of an MQTT connection (connectMQTT).
+const (
+	asDaemon = iota // the daemon's own: persistent, announces its status
+	asTool          // a short-lived tool (mynahd -unregister)
+	asRender        // a render node's: its shared subscription (render.go)
+)
+
+// connectMQTT connects as the daemon, or as a short-lived tool or a
+// render node's second connection: their own client ids (taking the
+// daemon's would cut the running daemon off and take over its queued
+// commands) and no status announcements; a render node's has a clean
+// session (mosquitto#1747).
+func connectMQTT(ctx context.Context, cfg config.Config, broker string, role int, log *slog.Logger) (*mqtt.Client, error) {
 	password, err := cfg.MQTTPassword()
 	if err != nil {
 		return nil, err
 	}
 	clientID, status := cfg.ClientID(), daemon.StatusTopic(cfg.Node)
-	if tool {
+	tool := role != asDaemon
+	switch role {
+	case asTool:
 		clientID, status = clientID+"-tool", ""
+	case asRender:
+		clientID, status = clientID+"-render", ""
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -320,6 +339,7 @@ func connectMQTT(ctx context.Context, cfg config.Config, broker string, tool boo
 		StatusTopic:        status,
 		NoStatus:           tool,
 		ManualAck:          !tool, // say commands are acknowledged once spooled
+		CleanSession:       role == asRender,
 		Logger:             log.With("component", "mqtt"),
 	})
 	if err != nil {
@@ -333,7 +353,7 @@ func runUnregister(ctx context.Context, cfg config.Config, log *slog.Logger) err
 	if cfg.MQTT.Broker == "" {
 		return errors.New("-unregister needs mqtt.broker: the embedded broker keeps nothing after mynahd stops")
 	}
-	client, err := connectMQTT(ctx, cfg, cfg.MQTT.Broker, true, log)
+	client, err := connectMQTT(ctx, cfg, cfg.MQTT.Broker, asTool, log)
 	if err != nil {
 		return err
 	}

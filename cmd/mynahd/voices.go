@@ -24,7 +24,7 @@ import (
 // start. The voices stay loaded as voices.sessions says; a name in its
 // preload or pinned list that is not installed is an error here, before
 // any load.
-func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, notify *systemd.Notifier, log *slog.Logger) (*engine.Engine, error) {
+func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, remote *remoteRenderer, notify *systemd.Notifier, log *slog.Logger) (*engine.Engine, error) {
 	def := cfg.Voices.Default
 	if def == "" {
 		def = demo.Name
@@ -46,6 +46,10 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, notify *
 	}
 	sc := cfg.Voices.Sessions
 	releaser := &memoryReleaser{store: store, log: log.With("component", "memory")}
+	var asks engine.Remote // nil unless this node asks render nodes
+	if cfg.Render.Mode == config.RenderRemote && store != nil {
+		asks = remote
+	}
 	return engine.Open(&engine.Options{
 		Runtime: rt,
 		Dir:     cfg.Voices.Dir,
@@ -70,6 +74,7 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, notify *
 		// READY and a voice's first request never wait for its
 		// optimized copy: it is built in the background.
 		OptimizeInBackground: true,
+		Remote:               asks,
 	})
 }
 

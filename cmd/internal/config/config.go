@@ -473,7 +473,7 @@ func Default() Config {
 		Wyoming:  Wyoming{MaxConnections: wyoming.DefaultMaxConnections, Zeroconf: true},
 		Announce: Announce{Chimes: map[string]string{}, Priority: map[string]string{"alert": "two_tone"}},
 		Text:     Text{Normalize: true, Emoji: "drop"},
-		Render: Render{Mode: RenderLocal, Timeout: 3 * time.Second},
+		Render:   Render{Mode: RenderLocal, Timeout: 3 * time.Second},
 		Groups: Groups{
 			Names:      []string{},
 			Lead:       500 * time.Millisecond,

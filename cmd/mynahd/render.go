@@ -1,0 +1,132 @@
+package main
+
+// Render nodes (render.mode): a serve node answers other nodes' sentence
+// requests through the broker; a remote node asks them first for every
+// phrase it has not cached (package daemon/render, engine.Remote).
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/mynah-tts/mynah/audio/engine"
+	"github.com/mynah-tts/mynah/cache"
+	"github.com/mynah-tts/mynah/cmd/internal/config"
+	"github.com/mynah-tts/mynah/daemon/mqtt"
+	"github.com/mynah-tts/mynah/daemon/render"
+)
+
+// remoteRenderer is the engine's Remote of a remote node: the render
+// client, once the broker is connected (before, every miss is
+// synthesized here).
+type remoteRenderer struct {
+	mu     sync.Mutex
+	client *render.Client
+}
+
+var errNotConnected = errors.New("render: not connected to the broker yet")
+
+func (r *remoteRenderer) set(c *render.Client) {
+	r.mu.Lock()
+	r.client = c
+	r.mu.Unlock()
+}
+
+// Render implements engine.Remote.
+func (r *remoteRenderer) Render(ctx context.Context, q engine.RemoteRequest) ([]byte, error) {
+	r.mu.Lock()
+	c := r.client
+	r.mu.Unlock()
+	if c == nil {
+		return nil, errNotConnected
+	}
+	a, err := c.Fetch(ctx, render.Request{Voice: q.Voice, Speaker: q.Speaker, Rate: q.Rate, Text: q.Text,
+		Normalize: q.Normalized, Key: q.Key.String()})
+	if err != nil {
+		return nil, err
+	}
+	return a.Record, nil
+}
+
+// serveFunc answers a render request with the engine: from its phrase
+// cache, or by synthesis. A request whose key this node's voice does not
+// give is answered with this node's key and no record (the server says
+// key_mismatch), a voice not installed here with render.ErrUnknownVoice.
+func serveFunc(voices *engine.Engine) render.RenderFunc {
+	return func(ctx context.Context, r render.Request) (string, []byte, error) {
+		q := engine.RemoteRequest{Voice: r.Voice, Speaker: r.Speaker, Rate: r.Rate, Text: r.Text, Normalized: r.Normalize}
+		if r.Key != "" {
+			k, err := parsePhraseKey(r.Key)
+			if err != nil {
+				return "", nil, err
+			}
+			q.Key = k
+		}
+		key, record, err := voices.RenderPhrase(ctx, q)
+		switch {
+		case errors.Is(err, engine.ErrRemoteKey):
+			return key.String(), nil, nil
+		case errors.Is(err, engine.ErrUnknownVoice):
+			return "", nil, fmt.Errorf("%w: %v", render.ErrUnknownVoice, err)
+		case err != nil:
+			return "", nil, err
+		}
+		return key.String(), record, nil
+	}
+}
+
+func parsePhraseKey(s string) (cache.PhraseKey, error) {
+	var k cache.PhraseKey
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(k) {
+		return k, fmt.Errorf("phrase key %q: want %d hex digits", s, 2*len(k))
+	}
+	copy(k[:], b)
+	return k, nil
+}
+
+// startRender starts what render.mode asks for once the daemon's broker
+// connection is up: a remote node's client on that connection, or a
+// serve node's server on a connection of its own with a clean session
+// (a persistent member offline would go on getting its share of the
+// requests, mosquitto#1747). The returned stop ends the server and its
+// connection.
+func startRender(ctx context.Context, cfg config.Config, broker string, client *mqtt.Client, voices *engine.Engine, remote *remoteRenderer, log *slog.Logger) (stop func(), err error) {
+	switch cfg.Render.Mode {
+	case config.RenderRemote:
+		c, err := render.NewClient(client.RenderTransport(), cfg.Node, &render.ClientOptions{Timeout: cfg.Render.Timeout, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("render: %w", err)
+		}
+		remote.set(c)
+		log.Info("asking render nodes for every phrase not cached", "reply", c.Reply(), "timeout", cfg.Render.Timeout)
+		return func() {}, nil
+	case config.RenderServe:
+		conn, err := connectMQTT(ctx, cfg, broker, asRender, log)
+		if err != nil {
+			return nil, fmt.Errorf("render: %w", err)
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := render.Serve(sctx, conn.RenderTransport(), serveFunc(voices), &render.ServerOptions{Logger: log}); err != nil {
+				log.Error("render node stopped", "err", err)
+			}
+		}()
+		log.Info("serving render requests", "filter", render.ServeFilter)
+		return func() {
+			cancel()
+			<-done
+			cctx, ccancel := context.WithTimeout(context.Background(), closeTimeout)
+			defer ccancel()
+			if err := conn.Close(cctx); err != nil {
+				log.Warn("render mqtt close", "err", err)
+			}
+		}, nil
+	}
+	return func() {}, nil
+}
