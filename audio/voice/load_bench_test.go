@@ -39,10 +39,7 @@ func mediumVoice(tb testing.TB) string {
 		if mediumModel, mediumErr = benchmodel.PiperMedium(nil); mediumErr != nil {
 			return
 		}
-		mediumConfig, mediumErr = json.Marshal(map[string]any{
-			"audio": map[string]any{"sample_rate": benchmodel.SampleRate}, "espeak": map[string]any{"voice": "en-us"},
-			"phoneme_type": "espeak", "num_speakers": 1, "phoneme_id_map": benchmodel.PhonemeIDMap(),
-		})
+		mediumConfig = benchmodel.PiperConfig()
 	})
 	if mediumErr != nil {
 		tb.Fatalf("medium voice: %v", mediumErr)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -90,14 +89,7 @@ func TestQuantizeVoice(t *testing.T) {
 	if err := os.WriteFile(in, model, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := json.Marshal(map[string]any{
-		"audio": map[string]any{"sample_rate": benchmodel.SampleRate}, "espeak": map[string]any{"voice": "en-us"},
-		"phoneme_type": "espeak", "num_speakers": 1, "phoneme_id_map": benchmodel.PhonemeIDMap(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(in+".json", cfg, 0o644); err != nil {
+	if err := os.WriteFile(in+".json", benchmodel.PiperConfig(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "medium.fp16.onnx")

@@ -70,36 +70,31 @@ func TestRenderNodesServeRemotes(t *testing.T) {
 	}
 	rendered := func(e daemon.Event) bool { return e.Rendered != nil && *e.Rendered == 1 }
 
-	for node, evs := range say("a", 0, 12) {
-		for _, e := range evs {
-			if !rendered(e) {
-				t.Errorf("%s %s: finished %+v, want its sentence rendered by a serve node", node, e.ID, e)
+	// expect checks every finished event of a phase.
+	expect := func(evs map[string][]daemon.Event, what string, ok func(daemon.Event) bool) {
+		t.Helper()
+		for node, es := range evs {
+			for _, e := range es {
+				if !ok(e) {
+					t.Errorf("%s %s: finished %+v, want it %s", node, e.ID, e, what)
+				}
 			}
 		}
 	}
+	here := func(e daemon.Event) bool { return e.Rendered == nil && e.Cache == daemon.CacheMiss }
+
+	expect(say("a", 0, 12), "rendered by a serve node", rendered)
 
 	// One render node gone: its share of the requests is retried on the
 	// other (a clean session leaves the share group at once).
 	f.runs["s0"].cmd.Process.Signal(syscall.SIGKILL)
 	f.runs["s0"].cmd.Wait()
-	for node, evs := range say("b", 12, 18) {
-		for _, e := range evs {
-			if !rendered(e) {
-				t.Errorf("%s %s: finished %+v, want it rendered by s1", node, e.ID, e)
-			}
-		}
-	}
+	expect(say("b", 12, 18), "rendered by s1", rendered)
 
 	// Both gone: each remote synthesizes for itself after the retry.
 	f.runs["s1"].cmd.Process.Signal(syscall.SIGKILL)
 	f.runs["s1"].cmd.Wait()
-	for node, evs := range say("c", 18, 20) {
-		for _, e := range evs {
-			if e.Rendered != nil || e.Cache != daemon.CacheMiss {
-				t.Errorf("%s %s: finished %+v, want it synthesized here", node, e.ID, e)
-			}
-		}
-	}
+	expect(say("c", 18, 20), "synthesized here", here)
 
 	// How often the fleet synthesized each of the 18 sentences the render
 	// nodes made: their phrase caches, read once they are gone.
