@@ -25,6 +25,9 @@ type fleet struct {
 	nodes  []string
 	events map[string]*eventLog // by node
 	runs   map[string]*killRun
+	// device is the members' audio.device: "null" (paced) when empty,
+	// "wav" for a WAV file of each member's own (as fast as synthesis).
+	device string
 }
 
 // startFleet starts n mynahd members of group (nodes m0…), sharing the
@@ -61,8 +64,12 @@ func (f *fleet) start(t testing.TB, bin, broker, node, voices, extra string) (di
 	t.Helper()
 	dir = t.TempDir()
 	conf := filepath.Join(dir, "mynahd.yaml")
+	device := `"null"`
+	if f.device == "wav" {
+		device = `"wav:` + filepath.Join(dir, "out.wav") + `"`
+	}
 	if err := os.WriteFile(conf, []byte("node: "+node+"\nmqtt:\n  broker: "+broker+"\nvoices:\n  dir: "+voices+
-		"\nonnx:\n  optimized_dir: "+filepath.Dir(voices)+"/optimized\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: \"null\"\n"+
+		"\nonnx:\n  optimized_dir: "+filepath.Dir(voices)+"/optimized\ncache:\n  file: "+dir+"/cache.db\naudio:\n  device: "+device+"\n"+
 		extra+"log:\n  level: warn\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

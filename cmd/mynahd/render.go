@@ -5,12 +5,14 @@ package main
 // phrase it has not cached (package daemon/render, engine.Remote).
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/mynah-tts/mynah/audio/engine"
 	"github.com/mynah-tts/mynah/cache"
@@ -105,22 +107,25 @@ func startRender(ctx context.Context, cfg config.Config, broker string, client *
 		log.Info("asking render nodes for every phrase not cached", "reply", c.Reply(), "timeout", cfg.Render.Timeout)
 		return func() {}, nil
 	case config.RenderServe:
+		if err := render.ValidateNode(cfg.Node); err != nil {
+			return nil, fmt.Errorf("render.mode serve: node %q: %w", cfg.Node, err)
+		}
 		conn, err := connectMQTT(ctx, cfg, broker, asRender, log)
 		if err != nil {
 			return nil, fmt.Errorf("render: %w", err)
 		}
 		sctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if err := render.Serve(sctx, conn.RenderTransport(), serveFunc(voices), &render.ServerOptions{Logger: log}); err != nil {
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if err := render.Serve(sctx, conn.RenderTransport(), serveFunc(voices), &render.ServerOptions{Node: cfg.Node, Logger: log}); err != nil {
 				log.Error("render node stopped", "err", err)
 			}
-		}()
-		log.Info("serving render requests", "filter", render.ServeFilter)
+		})
+		wg.Go(func() { publishCatalog(sctx, conn, cfg.Node, voices.Describe, catalogCheck, log) })
+		log.Info("serving render requests", "filter", render.ServeFilter, "own", render.NodeTopic(cfg.Node, render.NodeRequest))
 		return func() {
 			cancel()
-			<-done
+			wg.Wait()
 			cctx, ccancel := context.WithTimeout(context.Background(), closeTimeout)
 			defer ccancel()
 			if err := conn.Close(cctx); err != nil {
@@ -129,4 +134,54 @@ func startRender(ctx context.Context, cfg config.Config, broker string, client *
 		}, nil
 	}
 	return func() {}, nil
+}
+
+// catalogCheck is how often a serve node looks for changed voices to
+// republish its catalog: a voice installed or removed reaches the
+// requesters' rankings within it.
+const catalogCheck = 30 * time.Second
+
+// publishCatalog publishes this render node's voices, retained, on its
+// catalog topic, and again whenever they change, until ctx ends. A
+// failed publish is tried again at the next check.
+func publishCatalog(ctx context.Context, conn *mqtt.Client, node string, describe func() []engine.VoiceInfo, every time.Duration, log *slog.Logger) {
+	topic := render.NodeTopic(node, render.NodeVoices)
+	var last []byte
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		payload, err := render.EncodeCatalog(catalogOf(describe()))
+		switch {
+		case err != nil:
+			log.Warn("render catalog not published", "err", err)
+		case !bytes.Equal(payload, last):
+			if err := conn.Publish(ctx, topic, payload, true); err != nil {
+				log.Warn("render catalog not published", "topic", topic, "err", err)
+			} else {
+				last = payload
+				log.Debug("render catalog published", "topic", topic, "bytes", len(payload))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// catalogOf is the render catalog of the installed voices.
+func catalogOf(voices []engine.VoiceInfo) render.Catalog {
+	var c render.Catalog
+	for _, v := range voices {
+		cv := render.CatalogVoice{Name: v.Name, SampleRate: v.SampleRate, Speakers: v.Speakers}
+		if len(v.Languages) > 0 {
+			cv.Language = v.Languages[0]
+		}
+		c.Voices = append(c.Voices, cv)
+	}
+	if len(c.Voices) > render.MaxCatalogVoices {
+		c.Voices = c.Voices[:render.MaxCatalogVoices]
+	}
+	return c
 }

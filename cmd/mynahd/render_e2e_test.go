@@ -7,69 +7,92 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/mynah-tts/mynah/audio/voice/demo"
 
 	"github.com/mynah-tts/mynah/cache"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
+	"github.com/mynah-tts/mynah/daemon/render"
 )
 
-var numberWords = []string{"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-	"eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"}
-
-// TestRenderNodesServeRemotes: two serve and three remote nodes. Every
-// remote speaks every sentence without synthesizing it (each finished
-// event says rendered); one serve node SIGKILLed, the other answers the
-// retries and nothing is lost or doubled; both gone, the remotes
-// synthesize for themselves. The render nodes' phrase caches afterwards
-// tell how often the fleet synthesized each distinct sentence.
+// TestRenderNodesServeRemotes: two serve and five remote nodes, 200
+// distinct sentences rendered (and 10 more once both are gone). Every remote speaks every sentence without
+// synthesizing it (each finished event counts them rendered), and the
+// fleet synthesizes each sentence once: the remotes send it to its owner
+// among the live render nodes. One serve node SIGKILLed mid-run: the
+// other answers the retries and nothing is lost or doubled. Both gone:
+// the remotes synthesize for themselves. The render nodes' phrase caches
+// afterwards tell how often the fleet synthesized each sentence.
 func TestRenderNodesServeRemotes(t *testing.T) {
 	bin := buildMynahd(t)
 	broker := mqtttest.StartMosquitto(t)
 	voices := fleetVoices(t)
-	f := &fleet{events: map[string]*eventLog{}, runs: map[string]*killRun{}}
+	f := &fleet{events: map[string]*eventLog{}, runs: map[string]*killRun{}, device: "wav"}
+	serves := mqtttest.Subscribe(t, broker.URL(), render.NodePrefix+"+/"+render.NodeVoices)
 	serveDirs := map[string]string{}
 	for _, node := range []string{"s0", "s1"} {
 		serveDirs[node] = f.start(t, bin, broker.URL(), node, voices, "render:\n  mode: serve\n")
 	}
-	remotes := []string{"r0", "r1", "r2"}
-	for _, node := range remotes {
+	for range serveDirs {
+		if m := <-serves; !strings.Contains(string(m.Payload), demo.Name) {
+			t.Fatalf("%s: catalog %s lacks the demo voice", m.Topic, m.Payload)
+		}
+	}
+	var remotes []string
+	for i := range 5 {
+		node := fmt.Sprintf("r%d", i)
+		remotes = append(remotes, node)
 		f.start(t, bin, broker.URL(), node, voices, "render:\n  mode: remote\n  timeout: 500ms\n")
 	}
-	sentence := func(n int) string { return fmt.Sprintf("Item number %s.", numberWords[n]) }
-	// say has every remote speak sentences from..to-1, one request each,
-	// and waits for their answers; it returns the finished events.
-	say := func(phase string, from, to int) map[string][]daemon.Event {
-		t.Helper()
+	// Request n of a phase is ten distinct sentences (numbers the front
+	// end reads as words).
+	const perSay = 10
+	text := func(n int) string {
+		var b strings.Builder
+		for i := range perSay {
+			fmt.Fprintf(&b, "Announcement %d is here. ", n*perSay+i+1)
+		}
+		return strings.TrimSpace(b.String())
+	}
+	// send has every remote say requests from..to-1, in that order, and
+	// returns their ids by node; answered waits for their finished events.
+	send := func(phase string, from, to int) map[string][]string {
 		ids := map[string][]string{}
-		for _, node := range remotes {
-			for n := from; n < to; n++ {
+		for n := from; n < to; n++ {
+			for _, node := range remotes {
 				id := fmt.Sprintf("%s-%s-%d", phase, node, n)
 				ids[node] = append(ids[node], id)
-				mqtttest.Publish(t, broker.URL(), "mynah/"+node+"/say", fmt.Appendf(nil, `{"id":%q,"text":%q}`, id, sentence(n)), false)
+				mqtttest.Publish(t, broker.URL(), "mynah/"+node+"/say", fmt.Appendf(nil, `{"id":%q,"text":%q}`, id, text(n)), false)
 			}
 		}
+		return ids
+	}
+	answered := func(ids map[string][]string) map[string][]daemon.Event {
+		t.Helper()
 		out := map[string][]daemon.Event{}
 		for _, node := range remotes {
 			l := f.events[node]
-			l.waitAnswered(t, ids[node], wait)
+			l.waitAnswered(t, ids[node], 2*wait)
 			l.checkExactlyOnce(t, ids[node])
 			for _, e := range l.snapshot() {
-				for _, id := range ids[node] {
-					if e.ID == id && terminal(e) {
-						if e.State != daemon.EventFinished {
-							t.Errorf("%s: %s %s (%s)", id, e.State, e.Reason, e.Error)
-						}
-						out[node] = append(out[node], e)
+				if slices.Contains(ids[node], e.ID) && terminal(e) {
+					if e.State != daemon.EventFinished {
+						t.Errorf("%s: %s %s (%s)", e.ID, e.State, e.Reason, e.Error)
 					}
+					out[node] = append(out[node], e)
 				}
 			}
 		}
 		return out
 	}
-	rendered := func(e daemon.Event) bool { return e.Rendered != nil && *e.Rendered == 1 }
-
+	rendered := func(e daemon.Event) bool { return e.Rendered != nil && *e.Rendered == perSay }
+	here := func(e daemon.Event) bool { return e.Rendered == nil && e.Cache == daemon.CacheMiss }
 	// expect checks every finished event of a phase.
 	expect := func(evs map[string][]daemon.Event, what string, ok func(daemon.Event) bool) {
 		t.Helper()
@@ -81,34 +104,61 @@ func TestRenderNodesServeRemotes(t *testing.T) {
 			}
 		}
 	}
-	here := func(e daemon.Event) bool { return e.Rendered == nil && e.Cache == daemon.CacheMiss }
 
-	expect(say("a", 0, 12), "rendered by a serve node", rendered)
+	// 140 sentences with both render nodes up.
+	expect(answered(send("a", 0, 14)), "rendered by a serve node", rendered)
 
-	// One render node gone: its share of the requests is retried on the
-	// other (a clean session leaves the share group at once).
+	// 60 more; s0 SIGKILLed once the remotes are speaking them: its will
+	// takes it out of the remotes' rankings, the requests it had are
+	// retried on s1, nothing is lost or doubled.
+	ids := send("b", 14, 20)
+	f.waitStartedAll(t, remotes, ids, 1)
 	f.runs["s0"].cmd.Process.Signal(syscall.SIGKILL)
 	f.runs["s0"].cmd.Wait()
-	expect(say("b", 12, 18), "rendered by s1", rendered)
+	expect(answered(ids), "rendered by s1", rendered)
 
 	// Both gone: each remote synthesizes for itself after the retry.
 	f.runs["s1"].cmd.Process.Signal(syscall.SIGKILL)
 	f.runs["s1"].cmd.Wait()
-	expect(say("c", 18, 20), "synthesized here", here)
+	expect(answered(send("c", 20, 21)), "synthesized here", here)
 
-	// How often the fleet synthesized each of the 18 sentences the render
-	// nodes made: their phrase caches, read once they are gone.
-	syntheses := 0
+	// How often the fleet synthesized the 200 sentences the render nodes
+	// made: their phrase caches, read once they are gone. Only a sentence
+	// s0 was rendering when it was killed can have been made twice.
+	syntheses := map[string]int{}
+	total := 0
 	for node, dir := range serveDirs {
 		s, err := cache.Open(filepath.Join(dir, "cache.db"), &cache.Options{ReadOnly: true})
 		if err != nil {
 			t.Fatalf("%s's cache: %v", node, err)
 		}
-		syntheses += s.Stats().Entries
+		syntheses[node] = s.Stats().Entries
+		total += syntheses[node]
 		s.Close()
 	}
-	t.Logf("18 distinct sentences rendered for %d remotes: %d syntheses on the 2 render nodes (once each would be 18)", len(remotes), syntheses)
-	if syntheses < 18 || syntheses > 2*18 {
-		t.Errorf("%d syntheses on the render nodes for 18 sentences: want 18..36 (each node at most once per sentence)", syntheses)
+	const distinct = 200
+	t.Logf("%d distinct sentences for %d remotes (%d plays): %d syntheses on the render nodes %v (once each would be %d)",
+		distinct, len(remotes), distinct*len(remotes), total, syntheses, distinct)
+	if total < distinct || total > distinct+len(remotes) {
+		t.Errorf("%d syntheses on the render nodes for %d sentences: want %d, and at most %d more for the sentences s0 had in hand when it was killed",
+			total, distinct, distinct, len(remotes))
+	}
+}
+
+// waitStartedAll waits until each node has a started event for its first
+// n ids.
+func (f *fleet) waitStartedAll(t testing.TB, nodes []string, ids map[string][]string, n int) {
+	t.Helper()
+	for _, node := range nodes {
+		for _, id := range ids[node][:n] {
+			for deadline := time.Now().Add(wait); ; time.Sleep(time.Millisecond) {
+				if slices.ContainsFunc(f.events[node].snapshot(), func(e daemon.Event) bool { return e.ID == id && e.State == daemon.EventStarted }) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: no started event for %s within %v", node, id, wait)
+				}
+			}
+		}
 	}
 }

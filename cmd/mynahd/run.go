@@ -19,6 +19,7 @@ import (
 	"github.com/mynah-tts/mynah/cmd/internal/version"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt"
+	"github.com/mynah-tts/mynah/daemon/render"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
@@ -309,8 +310,8 @@ const (
 // connectMQTT connects as the daemon, or as a short-lived tool or a
 // render node's second connection: their own client ids (taking the
 // daemon's would cut the running daemon off and take over its queued
-// commands) and no status announcements; a render node's has a clean
-// session (mosquitto#1747).
+// commands) and no device status; a render node's has a clean session
+// (mosquitto#1747) and its render status.
 func connectMQTT(ctx context.Context, cfg config.Config, broker string, role int, log *slog.Logger) (*mqtt.Client, error) {
 	password, err := cfg.MQTTPassword()
 	if err != nil {
@@ -322,7 +323,9 @@ func connectMQTT(ctx context.Context, cfg config.Config, broker string, role int
 	case asTool:
 		clientID, status = clientID+"-tool", ""
 	case asRender:
-		clientID, status = clientID+"-render", ""
+		// Its status is the render node's liveness: requesters rank only
+		// the nodes whose status says online (render.NodeTopic).
+		clientID, status = clientID+"-render", render.NodeTopic(cfg.Node, render.NodeStatus)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -337,7 +340,7 @@ func connectMQTT(ctx context.Context, cfg config.Config, broker string, role int
 		InsecureSkipVerify: cfg.MQTT.InsecureSkipVerify,
 		KeepAlive:          cfg.MQTT.Keepalive,
 		StatusTopic:        status,
-		NoStatus:           tool,
+		NoStatus:           status == "",
 		ManualAck:          !tool, // say commands are acknowledged once spooled
 		CleanSession:       role == asRender,
 		Logger:             log.With("component", "mqtt"),

@@ -46,7 +46,7 @@ func (rn *renderNodes) serve(t *testing.T, url, name string, clean bool) *render
 			rn.servedBy[r.ID] = append(rn.servedBy[r.ID], name)
 			rn.mu.Unlock()
 			return renderKey, []byte("record of " + r.Text), nil
-		}, nil)
+		}, &render.ServerOptions{Node: "s0"})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -203,19 +203,28 @@ func TestRenderNodeOffline(t *testing.T) {
 }
 
 // renderACL is the README's Mosquitto acl_file for render nodes: the
-// render nodes' user may read the requests and write any reply topic; a
-// requester (its MQTT user named as its node) may write requests and
-// read only its own reply topic.
+// render nodes' user may read the requests (shared and their own), write
+// their status and catalog, and write any reply topic; a requester (its
+// MQTT user named as its node) may write requests, read the render
+// nodes' status and catalogs, and read only its own reply topic.
 const renderACL = `user render
 topic read mynah/render/req
+topic read mynah/render/node/+/req
+topic write mynah/render/node/+/status
+topic write mynah/render/node/+/voices
 topic write mynah/render/reply/+
 
 pattern write mynah/render/req
+pattern write mynah/render/node/+/req
+pattern read mynah/render/node/+/status
+pattern read mynah/render/node/+/voices
 pattern read mynah/render/reply/%u`
 
-// The README's ACL for render nodes works for a shared subscription:
-// the render user's $share subscription gets the requests, and one
-// requester can neither read nor forge another's answers.
+// The README's ACL for render nodes works for a shared subscription and
+// for a node's own topics: the render user's subscriptions get the
+// requests, its status reaches the requesters (who then send to it
+// directly), and one requester can neither read nor forge another's
+// answers, nor take a render node offline in the others' eyes.
 func TestRenderACL(t *testing.T) {
 	m := mqtttest.StartMosquittoWith(t, &mqtttest.MosquittoOptions{
 		Users: map[string]string{"render": "r-secret", "kitchen": "k-secret", "hall": "h-secret"},
@@ -229,14 +238,17 @@ func TestRenderACL(t *testing.T) {
 		}
 	}
 	id := uniq()
-	serve := connectClient(t, m.URL(), "serve-"+id, as("render", "r-secret", true))
+	serve := connectClient(t, m.URL(), "serve-"+id, func(o *mqtt.Options) {
+		as("render", "r-secret", true)(o)
+		o.NoStatus, o.StatusTopic = false, render.NodeTopic("s0", render.NodeStatus)
+	})
 	w := &watchedTransport{Transport: serve.RenderTransport(), subscribed: make(chan struct{}), topics: make(map[string]int)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- render.Serve(ctx, w, func(_ context.Context, r render.Request) (string, []byte, error) {
 			return renderKey, []byte("record of " + r.Text), nil
-		}, nil)
+		}, &render.ServerOptions{Node: "s0"})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -255,7 +267,15 @@ func TestRenderACL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for deadline := time.Now().Add(wait); len(c.Nodes()) != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the kitchen never saw s0's status")
+		}
+	}
 	fetchAll(t, c, 2)
+	if st := c.Stats(); st.Routed != 2 {
+		t.Fatalf("client stats %+v: want both requests sent to s0's own topic", st)
+	}
 
 	// Another requester may neither read nor write the kitchen's replies.
 	hall := connectClient(t, m.URL(), "hall-"+id, as("hall", "h-secret", false))
@@ -273,10 +293,26 @@ func TestRenderACL(t *testing.T) {
 	if err := hall.Publish(context.Background(), "mynah/render/reply/kitchen", []byte("forged"), false); err != nil {
 		t.Fatal(err)
 	}
-	fetchAll(t, c, 1) // the forgery, had it passed, came before this answer
-	// The kitchen refused the render user's marker, and saw nothing of
+	if err := hall.Publish(context.Background(), render.NodeTopic("s0", render.NodeStatus), []byte("offline"), true); err != nil {
+		t.Fatal(err)
+	}
+	// A marker after the forgeries: once the kitchen has it, it has
+	// everything the broker let through before it.
+	if err := serve.Publish(context.Background(), "mynah/render/reply/kitchen", []byte("marker"), false); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(wait); c.Stats().Refused[render.RefusedMalformed] < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the kitchen never got the second marker")
+		}
+	}
+	fetchAll(t, c, 1)
+	if st := c.Stats(); st.Routed != 3 {
+		t.Fatalf("client stats %+v: the hall's forged status took s0 out of the kitchen's ranking", st)
+	}
+	// The kitchen refused the render user's markers, and saw nothing of
 	// the hall's.
-	if st := c.Stats(); len(st.Refused) != 1 || st.Refused[render.RefusedMalformed] != 1 || st.Answers != 3 {
+	if st := c.Stats(); len(st.Refused) != 1 || st.Refused[render.RefusedMalformed] != 2 || st.Answers != 3 {
 		t.Fatalf("client stats %+v: the hall's publish reached the kitchen", st)
 	}
 }

@@ -20,6 +20,9 @@ const (
 	// A render node synthesizes one sentence in well under a second on a
 	// small board; past 3 s it is gone, busy or its answer was lost.
 	DefaultTimeout = 3 * time.Second
+	// DefaultQuiet is how long Fetch fails at once after a Fetch went
+	// unanswered while no render node was online (ClientOptions.Quiet).
+	DefaultQuiet = 30 * time.Second
 )
 
 // tries is how many times Fetch publishes a request: once, and once more
@@ -55,6 +58,12 @@ type ClientOptions struct {
 	// Logger receives refused answers and failed tries (debug); nil
 	// discards them.
 	Logger *slog.Logger
+	// Quiet: after a Fetch got no answer to any try while no render node
+	// was online, Fetch fails at once (ErrNoRenderer, counted Skipped)
+	// for this long, or until a node says it is online, so a speaker
+	// whose render nodes are all down synthesizes each sentence without
+	// first waiting two timeouts (default DefaultQuiet; negative: never).
+	Quiet time.Duration
 }
 
 // ClientStats are a Client's counters since NewClient.
@@ -66,6 +75,12 @@ type ClientStats struct {
 	Timeouts     uint64 // tries that got no usable answer within Timeout
 	NoRenderer   uint64 // Fetch calls that failed with ErrNoRenderer
 	Duplicates   uint64 // chunks that came twice (dropped)
+	// Skipped counts Fetch calls that failed at once: no render node
+	// online, and the last ask unanswered (ClientOptions.Quiet).
+	Skipped uint64
+	// Routed counts tries sent to one node's own topic (its sentence's
+	// owner, or the next in rank) rather than the shared one.
+	Routed uint64
 	// Refused counts refused answer chunks by Refused* reason.
 	Refused map[string]uint64
 }
@@ -86,6 +101,7 @@ type Client struct {
 	t         Transport
 	reply     string
 	timeout   time.Duration
+	quiet     time.Duration
 	maxRecord int
 	log       *slog.Logger
 	idPrefix  string
@@ -95,6 +111,10 @@ type Client struct {
 	done    idRing
 	nextID  uint64
 	stats   ClientStats
+	nodes   map[string]*nodeState // the render nodes seen (NodeFilters)
+	// unanswered is when the last Fetch got no answer while no render
+	// node was online; zero once one is (ClientOptions.Quiet).
+	unanswered time.Time
 }
 
 // NewClient subscribes to node's reply topic (ReplyTopic) on t. node is
@@ -125,6 +145,9 @@ func NewClient(t Transport, node string, opts *ClientOptions) (*Client, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Quiet == 0 {
+		o.Quiet = DefaultQuiet
+	}
 	// A prefix per Client, so that ids made up by a restarted node (same
 	// reply topic) never match answers meant for its previous run.
 	b := make([]byte, 4)
@@ -133,14 +156,16 @@ func NewClient(t Transport, node string, opts *ClientOptions) (*Client, error) {
 		t:         t,
 		reply:     reply,
 		timeout:   o.Timeout,
+		quiet:     o.Quiet,
 		maxRecord: o.MaxRecordBytes,
 		log:       o.Logger.With(logKeyReply, reply),
 		idPrefix:  hex.EncodeToString(b),
 		waiting:   make(map[string]*fetch),
 		done:      newIDRing(rememberedIDs),
+		nodes:     make(map[string]*nodeState),
 	}
 	c.stats.Refused = make(map[string]uint64)
-	if err := t.Subscribe([]string{reply}, c.handle); err != nil {
+	if err := t.Subscribe(append([]string{reply}, NodeFilters...), c.handle); err != nil {
 		return nil, fmt.Errorf("render client: subscribe %s: %w", reply, err)
 	}
 	return c, nil
@@ -163,7 +188,11 @@ func (c *Client) Stats() ClientStats {
 // r has one, size and CRC-32C match. r.ID is made up when empty, r.Reply
 // is set to the Client's reply topic and a zero r.Rate means 1.
 //
-// With no usable answer within the timeout Fetch asks once more with the
+// The first try goes to the sentence's owner among the live render nodes
+// that have the voice (Owners), the second to the next in rank; a try
+// with no node left for it goes to the shared RequestTopic, as every try
+// does while the Client knows no render node. With no usable answer
+// within the timeout Fetch asks once more with the
 // same id (an answer to either try is taken), and then fails with an
 // error wrapping ErrNoRenderer that says what happened. An error answer
 // is returned as an *AnswerError (wrapped), not as ErrNoRenderer; one
@@ -192,6 +221,10 @@ func (c *Client) Fetch(ctx context.Context, r Request) (Answer, error) {
 	if err != nil {
 		return Answer{}, fmt.Errorf("render fetch: %w", err)
 	}
+	if since, quiet := c.quietNow(); quiet {
+		c.count(&c.stats.Skipped)
+		return Answer{}, fmt.Errorf("render fetch %s: %w (no render node online, and none answered %v ago)", r.ID, ErrNoRenderer, since.Round(time.Millisecond))
+	}
 
 	f := &fetch{id: r.ID, voice: r.Voice, key: r.Key, signal: make(chan struct{}, 1), refused: make(map[string]int)}
 	c.mu.Lock()
@@ -205,6 +238,7 @@ func (c *Client) Fetch(ctx context.Context, r Request) (Answer, error) {
 	defer c.finish(f)
 
 	log := c.log.With(logKeyID, r.ID, logKeyVoice, r.Voice)
+	targets := c.targets(r)
 	var (
 		timedOut  int
 		pubErr    error
@@ -214,7 +248,10 @@ func (c *Client) Fetch(ctx context.Context, r Request) (Answer, error) {
 		if try > 1 {
 			c.count(&c.stats.Retries)
 		}
-		if err := c.t.Publish(ctx, RequestTopic, payload); err != nil {
+		if targets[try-1] != RequestTopic {
+			c.count(&c.stats.Routed)
+		}
+		if err := c.t.Publish(ctx, targets[try-1], payload); err != nil {
 			if ctx.Err() != nil {
 				return Answer{}, fmt.Errorf("render fetch %s: %w", r.ID, ctx.Err())
 			}
@@ -247,7 +284,46 @@ func (c *Client) Fetch(ctx context.Context, r Request) (Answer, error) {
 		return Answer{}, fmt.Errorf("render fetch %s: %w", r.ID, ea)
 	}
 	c.count(&c.stats.NoRenderer)
+	if timedOut == tries {
+		c.markUnanswered()
+	}
 	return Answer{}, c.noRenderer(f, timedOut, pubErr, answerErr)
+}
+
+// quietNow reports whether Fetch should fail at once (ClientOptions.Quiet),
+// and how long ago the last ask went unanswered.
+func (c *Client) quietNow() (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unanswered.IsZero() || c.quiet < 0 {
+		return 0, false
+	}
+	since := time.Since(c.unanswered)
+	if since >= c.quiet || c.anyOnline() {
+		c.unanswered = time.Time{}
+		return 0, false
+	}
+	return since, true
+}
+
+// markUnanswered starts a quiet period if no render node is online.
+func (c *Client) markUnanswered() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.anyOnline() {
+		c.unanswered = time.Now()
+	}
+}
+
+// anyOnline reports whether a render node says it is online; c.mu is
+// held.
+func (c *Client) anyOnline() bool {
+	for _, n := range c.nodes {
+		if n.online {
+			return true
+		}
+	}
+	return false
 }
 
 // wait waits for one try's outcome: a record, an error answer, or
@@ -333,11 +409,100 @@ func (c *Client) count(n *uint64) {
 	c.mu.Unlock()
 }
 
-// handle takes one answer message. It runs on the transport's goroutine:
-// decoding and, for the last chunk, joining the record and one CRC over
-// it (about a millisecond per MiB on a small board).
+// targets returns the topics of r's tries: the owners' own request
+// topics, in rank, then the shared one.
+func (c *Client) targets(r Request) [tries]string {
+	c.mu.Lock()
+	var live []string
+	for name, n := range c.nodes {
+		if n.online && (n.voices == nil || n.voices[r.Voice]) {
+			live = append(live, name)
+		}
+	}
+	c.mu.Unlock()
+	var out [tries]string
+	owners := Owners(routingKey(r), live)
+	for i := range out {
+		out[i] = RequestTopic
+		if i < len(owners) {
+			out[i] = NodeTopic(owners[i], NodeRequest)
+		}
+	}
+	return out
+}
+
+// Nodes returns the live render nodes the Client knows, sorted, and the
+// catalog each published (nil voices: none yet).
+func (c *Client) Nodes() map[string][]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string][]string)
+	for name, n := range c.nodes {
+		if !n.online {
+			continue
+		}
+		var vs []string
+		if n.voices != nil {
+			vs = slices.Sorted(maps.Keys(n.voices))
+		}
+		out[name] = vs
+	}
+	return out
+}
+
+// node takes a render node's status or catalog. A status other than
+// StatusOnline (its will says "offline") takes the node out of every
+// ranking; an empty retained payload forgets it. A catalog that does not
+// decode is ignored (the node is asked for any voice).
+func (c *Client) node(topic string, payload []byte) {
+	name, leaf, ok := nodeOf(topic)
+	if !ok || leaf != NodeStatus && leaf != NodeVoices {
+		return
+	}
+	var voices map[string]bool
+	if leaf == NodeVoices && len(payload) > 0 {
+		cat, err := DecodeCatalog(payload)
+		if err != nil {
+			c.log.Debug("render node catalog ignored", "node", name, logKeyErr, err)
+			return
+		}
+		voices = make(map[string]bool, len(cat.Voices))
+		for _, v := range cat.Voices {
+			voices[v.Name] = true
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nodes[name]
+	if n == nil {
+		if len(payload) == 0 || len(c.nodes) >= MaxNodes {
+			return
+		}
+		n = &nodeState{}
+		c.nodes[name] = n
+	}
+	switch leaf {
+	case NodeStatus:
+		if len(payload) == 0 {
+			delete(c.nodes, name)
+			return
+		}
+		n.online = string(payload) == StatusOnline
+		if n.online {
+			c.unanswered = time.Time{}
+		}
+	case NodeVoices:
+		n.voices = voices
+	}
+}
+
+// handle takes one answer message, or a render node's status or catalog.
+// It runs on the transport's goroutine: decoding and, for the last chunk,
+// joining the record and one CRC over it (about a millisecond per MiB on
+// a small board).
 func (c *Client) handle(topic string, payload []byte) {
 	if topic != c.reply {
+		c.node(topic, payload)
 		return
 	}
 	ch, err := DecodeChunk(payload)

@@ -21,6 +21,8 @@ var (
 	ErrInvalidRequest = errors.New("invalid render request")
 	// ErrInvalidAnswer is wrapped by DecodeChunk and EncodeChunk.
 	ErrInvalidAnswer = errors.New("invalid render answer")
+	// ErrInvalidCatalog is wrapped by DecodeCatalog and EncodeCatalog.
+	ErrInvalidCatalog = errors.New("invalid render catalog")
 	// ErrTooLarge is wrapped, together with ErrInvalidRequest or
 	// ErrInvalidAnswer, when a payload, record or field is over one of
 	// the package's limits.

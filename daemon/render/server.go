@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 )
@@ -49,6 +50,11 @@ type ServerOptions struct {
 	// Logger receives dropped requests (debug) and failed answers
 	// (warn); nil discards them.
 	Logger *slog.Logger
+	// Node, when set, is this render node's name (ValidateNode): Serve
+	// also takes the requests sent to it alone, on its NodeRequest topic,
+	// which requesters use for the sentences it owns (Owners). Its
+	// status and catalog topics are the caller's to publish.
+	Node string
 }
 
 // ServerStats are a Server's counters.
@@ -68,6 +74,7 @@ type Server struct {
 	concurrency int
 	maxWait     time.Duration
 	chunkSize   int
+	filters     []string // ServeFilter, and the node's own request topic
 	log         *slog.Logger
 	queue       chan job
 	now         func() time.Time // time.Now; tests replace it
@@ -122,7 +129,15 @@ func NewServer(render RenderFunc, opts *ServerOptions) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	filters := []string{ServeFilter}
+	if o.Node != "" {
+		if err := ValidateNode(o.Node); err != nil {
+			return nil, fmt.Errorf("%w: Node: %w", ErrInvalidOptions, err)
+		}
+		filters = append(filters, NodeTopic(o.Node, NodeRequest))
+	}
 	s := &Server{
+		filters:     filters,
 		render:      render,
 		concurrency: o.Concurrency,
 		maxWait:     o.MaxWait,
@@ -145,7 +160,7 @@ func Serve(ctx context.Context, t Transport, render RenderFunc, opts *ServerOpti
 	return s.Serve(ctx, t)
 }
 
-// Serve subscribes ServeFilter on t and answers requests until ctx ends,
+// Serve subscribes ServeFilter (and the node's own request topic) on t and answers requests until ctx ends,
 // then waits for the renders in progress (their ctx ends too; they are
 // not answered) and returns nil. It fails only when it cannot subscribe,
 // or (ErrServing) when the Server has served before.
@@ -164,9 +179,9 @@ func (s *Server) Serve(ctx context.Context, t Transport) error {
 	s.started, s.serving = true, true
 	s.mu.Unlock()
 
-	if err := t.Subscribe([]string{ServeFilter}, s.handle); err != nil {
+	if err := t.Subscribe(s.filters, s.handle); err != nil {
 		s.stop()
-		return fmt.Errorf("render serve: subscribe %s: %w", ServeFilter, err)
+		return fmt.Errorf("render serve: subscribe %s: %w", strings.Join(s.filters, ", "), err)
 	}
 	var wg sync.WaitGroup
 	for range s.concurrency {
