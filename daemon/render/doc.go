@@ -11,14 +11,26 @@
 //
 // # Topics
 //
-//	mynah/render/req                      requests (RequestTopic)
+//	mynah/render/req                      requests for any render node (RequestTopic)
 //	$share/mynah-render/mynah/render/req  what render nodes subscribe (ServeFilter)
+//	mynah/render/node/<node>/req          requests for one render node (NodeTopic)
+//	mynah/render/node/<node>/status       "online"/"offline", retained: its connection's will
+//	mynah/render/node/<node>/voices       its voice catalog, retained (EncodeCatalog)
 //	mynah/render/reply/<node>             one requester's answers (ReplyTopic)
 //
-// Render nodes share one subscription, so the broker hands each request
-// to one of them, in turn (Mosquitto 2 does this for MQTT 3.1.1 clients
-// too). MQTT 3.1.1 has no response topic or correlation data, so both
-// travel in the request: reply and id.
+// Render once. A requester follows the render nodes' status and catalog
+// topics and sends each sentence to its owner: of the live nodes that
+// have the voice, the one rendezvous hashing of the phrase key ranks
+// first (Owners). Every requester that sees the same nodes picks the same
+// owner, so a sentence that several speakers ask for is synthesized once
+// in the fleet, and served from the owner's phrase cache after that. A
+// node that comes or goes moves only the sentences it owns. Render nodes
+// also share one subscription, so the broker hands a request on the
+// shared topic to one of them in turn (Mosquitto 2 does this for MQTT
+// 3.1.1 clients too): that is the way in while a requester knows no
+// node, and for a try with no node left to rank. MQTT 3.1.1 has no
+// response topic or correlation data, so both travel in the request:
+// reply and id.
 //
 // # Request
 //
@@ -68,8 +80,13 @@
 // (mosquitto#2662), and an offline member of a persistent session keeps
 // receiving its share (mosquitto#1747). So Fetch waits
 // ClientOptions.Timeout (default 3 s) and then asks once more with the
-// same id, which the broker hands to the next render node; an answer to
-// either try is taken. An error answer saying the node lacks the voice or
+// same id, of the next node in rank (or, with none, on the shared
+// topic); an answer to either try is taken. A node killed without a
+// goodbye is taken out of the rankings as soon as the broker publishes
+// its will. When no node is online and the last Fetch went unanswered,
+// Fetch fails at once for ClientOptions.Quiet (30 s) or until a node is
+// back, so a speaker whose render nodes are down synthesizes without
+// waiting two timeouts per sentence. An error answer saying the node lacks the voice or
 // has another model of it (unknown_voice, key_mismatch) is retried at
 // once in the same way.
 //
