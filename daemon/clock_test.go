@@ -3,6 +3,7 @@ package daemon
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // An unsynchronized clock is one warning for the whole outage and the
@@ -81,5 +82,75 @@ func TestClockChangedProbeError(t *testing.T) {
 	waitFor(t, "state says unsynced", func() bool { s := h.lastState(); return s.Clock != nil && s.Clock.Error == "" })
 	if n := len(h.warnings(ReasonClockUnsynced)); n != 1 {
 		t.Errorf("%d clock_unsynced warnings, want 1", n)
+	}
+}
+
+// The clock probe's offset joins the check's status in the state's clock
+// object; an offset over the limit is one clock_offset warning until a
+// round finds the clock back, and a round no member answered changes
+// nothing but the state.
+func TestClockOffsetWarnsOncePerExcursion(t *testing.T) {
+	h := newHarness(t, nil).start() // MaxLate 50 ms: the limit is 25 ms
+	synced := ClockStatus{Synced: true, MaxErrorMS: 3, Source: "adjtimex"}
+	h.d.ClockChanged(synced)
+	inStep := ClockOffset{OffsetMS: 3.2, MaxOffsetMS: -4.5, DelayMS: 1.5, Peers: 2}
+	h.d.ClockOffsetChanged(inStep)
+	waitFor(t, "state has the offset", func() bool {
+		s := h.lastState()
+		return s.Clock != nil && s.Clock.ClockOffset != nil && *s.Clock.ClockOffset == inStep &&
+			s.Clock.Synced && s.Clock.Source == "adjtimex"
+	})
+
+	behind := ClockOffset{OffsetMS: 30, MaxOffsetMS: 31, DelayMS: 2, Peers: 3}
+	h.d.ClockOffsetChanged(behind)
+	waitFor(t, "warning", func() bool { return len(h.warnings(ReasonClockOffset)) == 1 })
+	if e := h.warnings(ReasonClockOffset)[0]; !strings.Contains(e.Error, "30.0 ms behind") || !strings.Contains(e.Error, "3 members") ||
+		!strings.Contains(e.Error, "announcements late") || !strings.Contains(e.Error, "chronyc tracking") {
+		t.Errorf("warning %q: want how far, which way, and what to do", e.Error)
+	}
+	h.d.ClockOffsetChanged(ClockOffset{OffsetMS: 40, MaxOffsetMS: 41, DelayMS: 2, Peers: 3})
+	alone := ClockOffset{}
+	h.d.ClockOffsetChanged(alone)
+	waitFor(t, "state says no peers", func() bool {
+		s := h.lastState()
+		return s.Clock != nil && s.Clock.ClockOffset != nil && *s.Clock.ClockOffset == alone
+	})
+	if n := len(h.warnings(ReasonClockOffset)); n != 1 {
+		t.Errorf("%d clock_offset warnings, want 1 for one excursion", n)
+	}
+
+	h.d.ClockOffsetChanged(inStep)
+	h.d.ClockOffsetChanged(ClockOffset{OffsetMS: -26, MaxOffsetMS: -26, DelayMS: 1, Peers: 1})
+	waitFor(t, "second warning", func() bool { return len(h.warnings(ReasonClockOffset)) == 2 })
+	if e := h.warnings(ReasonClockOffset)[1]; !strings.Contains(e.Error, "26.0 ms ahead of") || !strings.Contains(e.Error, "early") {
+		t.Errorf("warning %q: want ahead and early", e.Error)
+	}
+	if n := len(h.warnings(ReasonClockUnsynced)); n != 0 {
+		t.Errorf("%d clock_unsynced warnings for a synchronized clock", n)
+	}
+}
+
+// Without a check of its own (clock_check 0) the probe alone makes the
+// clock object; before either there is none.
+func TestClockOffsetWithoutCheck(t *testing.T) {
+	h := newHarness(t, nil).start()
+	if st := h.d.clockStatus(); st != nil {
+		t.Fatalf("clock %+v before any report", st)
+	}
+	o := ClockOffset{OffsetMS: 1, DelayMS: 1, Peers: 1}
+	h.d.ClockOffsetChanged(o)
+	if st := h.d.clockStatus(); st == nil || st.ClockOffset == nil || *st.ClockOffset != o || st.Source != "" {
+		t.Errorf("clock %+v, want the offset alone", st)
+	}
+}
+
+func TestClockOffsetLimit(t *testing.T) {
+	for _, tt := range []struct {
+		maxLate, want time.Duration
+	}{{0, 10 * time.Millisecond}, {DefaultMaxLate, 25 * time.Millisecond}, {time.Second, 500 * time.Millisecond}} {
+		d := &Daemon{opts: Options{MaxLate: tt.maxLate}}
+		if got := d.clockOffsetLimit(); got != tt.want {
+			t.Errorf("max_late %v: limit %v, want %v", tt.maxLate, got, tt.want)
+		}
 	}
 }

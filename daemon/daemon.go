@@ -31,6 +31,10 @@ type Daemon struct {
 	volume  atomic.Uint64 // math.Float64bits of 0..1
 	lastErr atomic.Pointer[LastError]
 	clock   atomic.Pointer[ClockStatus] // the last ClockChanged; nil before
+	// clockOffset is the last ClockOffsetChanged (nil before),
+	// clockAstray whether it found this clock out of step.
+	clockOffset atomic.Pointer[ClockOffset]
+	clockAstray atomic.Bool
 	// busySince is when the current blocking call began, as nanoseconds
 	// since epoch plus 1 (0 = none). Durations from epoch use the monotonic
 	// clock, so a wall-clock jump cannot fake a stall.
@@ -249,7 +253,7 @@ func (d *Daemon) Snapshot() State {
 		a := d.opts.Audio()
 		s.Audio = &a
 	}
-	s.Clock = d.clock.Load()
+	s.Clock = d.clockStatus()
 	s.Time = d.now()
 	return s
 }

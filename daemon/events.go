@@ -169,10 +169,36 @@ type ClockStatus struct {
 	// MaxErrorMS is the kernel's bound on the clock's error, which grows
 	// while no time server corrects the clock.
 	MaxErrorMS float64 `json:"max_error_ms"`
-	// Source says where the status came from (mynahd: "adjtimex").
+	// Source says where the status came from (mynahd: "adjtimex"); empty
+	// when only the clock probe has reported (and Synced says nothing).
 	Source string `json:"source"`
 	// Error is why the check failed; the other fields then say nothing.
 	Error string `json:"error,omitempty"`
+	// ClockOffset is what the last round of the clock probe measured
+	// (ClockOffsetChanged); nil, and its fields absent, on a node that
+	// does not probe (mynahd: groups.clock_probe) or before its first
+	// round.
+	*ClockOffset
+}
+
+// ClockOffset is how this node's clock compares with its groups' other
+// members, as one round of the clock probe measured it over MQTT; its
+// fields go into the state's clock object.
+type ClockOffset struct {
+	// OffsetMS is how far the group's clocks are ahead of this one
+	// (NTP's sign: negative when this clock is ahead, and plays early):
+	// the median of the peers' offsets, each from its sample of least
+	// round trip.
+	OffsetMS float64 `json:"offset_ms"`
+	// MaxOffsetMS is the peers' offset of largest magnitude, with its
+	// sign: a peer this far off is out of step with this node.
+	MaxOffsetMS float64 `json:"max_offset_ms"`
+	// DelayMS is the largest of those samples' round trips: each peer's
+	// offset is known to within half of it.
+	DelayMS float64 `json:"delay_ms"`
+	// Peers is how many members answered; 0 when none did, and the
+	// other fields then say nothing.
+	Peers int `json:"peers"`
 }
 
 // LastError is the state's last_error object: what Home Assistant's

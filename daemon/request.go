@@ -209,13 +209,17 @@ const (
 	// ReasonClockUnsynced: the system clock is not synchronized to a time
 	// server (or the check failed), so this speaker plays its groups'
 	// announcements out of step with the others; once per outage
-	// (ClockChanged).
+	// (ClockChanged). ReasonClockOffset: the clock probe found this
+	// clock further from its groups' other members than
+	// clockOffsetLimit; once until a round finds it back
+	// (ClockOffsetChanged).
 	ReasonCacheCorrupt     = "cache_corrupt"
 	ReasonSpoolCorrupt     = "spool_corrupt"
 	ReasonCacheUnavailable = "cache_unavailable"
 	ReasonSpoolUnavailable = "spool_unavailable"
 	ReasonAudioUnavailable = "audio_unavailable"
 	ReasonClockUnsynced    = "clock_unsynced"
+	ReasonClockOffset      = "clock_offset"
 )
 
 // DecodeError reports a payload DecodeSay or a control topic rejected.

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
@@ -52,5 +54,33 @@ func TestClockCheckOfGroupNode(t *testing.T) {
 	mqtttest.Publish(t, url, "mynah/"+cfg.Node+"/say", []byte(`{"id":"lone-1","text":"Hello."}`), false)
 	if s := waitState(t, states, "the request finished", func(s daemon.State) bool { return s.Counters.Finished == 1 }); s.Clock != nil {
 		t.Errorf("state of a node in no group has clock %+v", *s.Clock)
+	}
+}
+
+// Two nodes of a group on one machine, against Mosquitto: hall only
+// answers (clock_probe 0s), kitchen probes, and its state's clock object
+// gets hall as its one peer, at an offset within half the round trip of
+// the truth, 0 (they share the clock).
+func TestClockProbeOfGroupNodes(t *testing.T) {
+	broker := mqtttest.StartMosquitto(t)
+	hall := testConfig(t, broker.URL(), "null")
+	hall.Node, hall.Groups.Names = "hall", []string{"downstairs"}
+	startDaemon(t, hall)
+	waitOnline(t, broker.URL(), hall.Node)
+
+	kitchen := testConfig(t, broker.URL(), "null")
+	kitchen.Groups.Names, kitchen.Groups.ClockProbe = []string{"downstairs"}, 10*time.Second
+	if err := kitchen.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	states := mqtttest.Subscribe(t, broker.URL(), "mynah/"+kitchen.Node+"/state")
+	startDaemon(t, kitchen)
+	s := waitState(t, states, "a clock offset from one peer", func(s daemon.State) bool {
+		return s.Clock != nil && s.Clock.ClockOffset != nil && s.Clock.Peers == 1
+	})
+	o := *s.Clock.ClockOffset
+	t.Logf("kitchen's clock against hall: %+v", o)
+	if math.Abs(o.OffsetMS) > o.DelayMS/2+0.001 || o.MaxOffsetMS != o.OffsetMS || s.Clock.Source != "adjtimex" {
+		t.Errorf("clock %+v: want hall's offset within δ/2 of 0, beside the adjtimex check", *s.Clock)
 	}
 }

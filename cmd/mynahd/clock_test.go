@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mynah-tts/mynah/daemon"
+	"github.com/mynah-tts/mynah/daemon/clockprobe"
 )
 
 // TestClockProbe reads this machine's clock state. Whether it is
@@ -69,5 +70,23 @@ func TestWatchClock(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("reports %+v, want %+v", got, want)
+	}
+}
+
+// A probe round becomes the state's offset fields, in milliseconds.
+func TestClockOffsetOfReport(t *testing.T) {
+	r := clockprobe.Report{
+		Peers: []clockprobe.Peer{
+			{Node: "attic", Offset: -10 * time.Millisecond, Delay: 900 * time.Microsecond, Samples: 8},
+			{Node: "hall", Offset: 25 * time.Millisecond, Delay: 1200 * time.Microsecond, Samples: 7},
+		},
+		Offset: 7500 * time.Microsecond, MaxOffset: 25 * time.Millisecond, MaxDelay: 1200 * time.Microsecond,
+	}
+	want := daemon.ClockOffset{OffsetMS: 7.5, MaxOffsetMS: 25, DelayMS: 1.2, Peers: 2}
+	if got := clockOffset(r); got != want {
+		t.Errorf("clockOffset = %+v, want %+v", got, want)
+	}
+	if got := clockOffset(clockprobe.Report{}); got != (daemon.ClockOffset{}) {
+		t.Errorf("clockOffset of a round no one answered = %+v, want zero", got)
 	}
 }

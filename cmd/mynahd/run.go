@@ -189,6 +189,12 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 	if len(cfg.Groups.Names) > 0 && cfg.Groups.ClockCheck > 0 {
 		helpers.Go(func() { watchClock(hctx, cfg.Groups.ClockCheck, probeClock, d.ClockChanged) })
 	}
+	if len(cfg.Groups.Names) > 0 {
+		clockLog := log.With("component", "clockprobe")
+		helpers.Go(func() {
+			probeGroupClocks(hctx, cfg.Node, cfg.Groups, client.ClockTransport(), d.ClockOffsetChanged, clockLog)
+		})
+	}
 	if cfg.Voices.Watch {
 		watching, err := watchVoices(hctx, cfg.Voices.Dir, voicesQuiet, d.ReloadVoices, log.With("component", "voices"))
 		if err != nil {

@@ -148,6 +148,14 @@ type Groups struct {
 	// systemd-timesyncd keep). 0s never checks, else 10s to 24h.
 	// Default 5m.
 	ClockCheck time.Duration `yaml:"clock_check"`
+	// ClockProbe is how often mynahd measures its clock against its
+	// groups' other members over MQTT (NTP-style pings on
+	// mynah/group/<name>/clock; daemon/clockprobe), for the state's clock
+	// object and the warning clock_offset. A node with groups answers the
+	// others' pings whatever this says. 0s never probes (default), else
+	// 10s to 24h; it needs ClockCheck, beside whose finding it is
+	// reported.
+	ClockProbe time.Duration `yaml:"clock_probe"`
 }
 
 // Render is the render section: nodes that synthesize for others (serve)

@@ -166,6 +166,10 @@ func TestValidate(t *testing.T) {
 		{"groups.clock_check", func(c *Config) { c.Groups.ClockCheck = -time.Second }},
 		{"groups.clock_check", func(c *Config) { c.Groups.ClockCheck = 5 * time.Second }},
 		{"groups.clock_check", func(c *Config) { c.Groups.ClockCheck = 25 * time.Hour }},
+		{"groups.clock_probe", func(c *Config) { c.Groups.ClockProbe = -time.Second }},
+		{"groups.clock_probe", func(c *Config) { c.Groups.ClockProbe = 9 * time.Second }},
+		{"groups.clock_probe", func(c *Config) { c.Groups.ClockProbe = 25 * time.Hour }},
+		{"groups.clock_probe", func(c *Config) { c.Groups.ClockProbe, c.Groups.ClockCheck = time.Minute, 0 }},
 		{"log.level", func(c *Config) { c.Log.Level = "trace" }},
 		{"log.level", func(c *Config) { c.Log.Level = "INFO" }},
 		{"log.format", func(c *Config) { c.Log.Format = "xml" }},
@@ -244,6 +248,9 @@ func TestValidateAccepts(t *testing.T) {
 			c.Groups.Lead, c.Groups.MaxLate, c.Groups.ClockCheck = 10*time.Second, time.Second, 10*time.Second
 		},
 		func(c *Config) { c.Groups.ClockCheck = 24 * time.Hour },
+		func(c *Config) { c.Groups.ClockProbe = 10 * time.Second },
+		func(c *Config) { c.Groups.ClockProbe = 24 * time.Hour },
+		func(c *Config) { c.Groups.ClockProbe, c.Groups.ClockCheck = 0, 0 },
 	}
 	for i, change := range tests {
 		c := Default()

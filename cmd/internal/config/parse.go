@@ -201,7 +201,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 			// groups: [a, b] is short for groups: {names: [a, b]}.
 			return checkKeys(n, reflect.TypeOf(Groups{}.Names), joinPath(path, "names"))
 		}
-		return fmt.Errorf("%s: expected a list of group names or a mapping of keys (names, lead, max_late, clock_check), found %s (line %d): %w",
+		return fmt.Errorf("%s: expected a list of group names or a mapping of keys (names, lead, max_late, clock_check, clock_probe), found %s (line %d): %w",
 			where, kindName(n.Kind), n.Line, ErrInvalid)
 	}
 	if t.Kind() != reflect.Struct || t == durationType {

@@ -64,10 +64,11 @@ func TestParseConfig(t *testing.T) {
 		{"groups as a block list", "groups:\n  - downstairs\n  - all\n",
 			func(c *Config) { c.Groups.Names = []string{"downstairs", "all"} }, ""},
 		{"groups as an empty list", "groups: []\n", func(*Config) {}, ""},
-		{"groups as a mapping", "groups: {names: [downstairs, all], lead: 1s, max_late: 0s, clock_check: 1h}\n",
+		{"groups as a mapping", "groups: {names: [downstairs, all], lead: 1s, max_late: 0s, clock_check: 1h, clock_probe: 1m}\n",
 			func(c *Config) {
 				g := &c.Groups
 				g.Names, g.Lead, g.MaxLate, g.ClockCheck = []string{"downstairs", "all"}, time.Second, 0, time.Hour
+				g.ClockProbe = time.Minute
 			}, ""},
 		{"groups mapping, some keys", "groups:\n  max_late: 20ms\n", func(c *Config) { c.Groups.MaxLate = 20 * time.Millisecond }, ""},
 		{"groups null", "groups:\n", func(*Config) {}, ""},
@@ -75,14 +76,16 @@ func TestParseConfig(t *testing.T) {
 		{"groups alias", "voices:\n  sessions:\n    preload: &g [all]\ngroups: *g\n",
 			func(c *Config) { c.Voices.Sessions.Preload, c.Groups.Names = []string{"all"}, []string{"all"} }, ""},
 		{"groups as a single value", "groups: all\n", nil,
-			"groups: expected a list of group names or a mapping of keys (names, lead, max_late, clock_check), found a single value (line 1)"},
+			"groups: expected a list of group names or a mapping of keys (names, lead, max_late, clock_check, clock_probe), found a single value (line 1)"},
 		{"groups unknown key", "groups:\n  names: [all]\n  leed: 1s\n", nil,
-			"groups.leed: unknown key (line 3); known keys here: clock_check, lead, max_late, names"},
+			"groups.leed: unknown key (line 3); known keys here: clock_check, clock_probe, lead, max_late, names"},
 		{"groups list holds a mapping", "groups: [all, {up: 1}]\n", nil, "groups.names[1]: expected a single value, found a mapping (line 1)"},
 		{"groups names not a list", "groups:\n  names: all\n", nil, "groups.names: expected a list, found a single value (line 2)"},
 		{"groups lead without unit", "groups:\n  lead: 500\n", nil, `groups.lead: "500" has no unit`},
 		{"groups key repeated", "groups:\n  lead: 1s\n  lead: 2s\n", nil, "groups.lead: key repeated (lines 2 and 3)"},
 		{"groups bad duration", "groups: {clock_check: often}\n", nil, "cannot unmarshal"},
+		{"groups clock_probe as a bool", "groups: {clock_probe: true}\n", nil, "cannot unmarshal"},
+		{"groups clock_probe without unit", "groups: {clock_probe: 60}\n", nil, `groups.clock_probe: "60" has no unit`},
 		{"invalid yaml", "node: [unclosed\n", nil, "yaml:"},
 		{"tab indent", "mqtt:\n\tbroker: x\n", nil, "yaml:"},
 		{"two documents", "node: a\n---\nnode: b\n", nil, "more than one YAML document"},

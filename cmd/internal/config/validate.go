@@ -467,6 +467,12 @@ func (g Groups) validate(bad func(field, format string, args ...any)) {
 	if g.ClockCheck != 0 {
 		checkDuration(bad, "groups.clock_check", g.ClockCheck, 10*time.Second, 24*time.Hour)
 	}
+	if g.ClockProbe != 0 {
+		checkDuration(bad, "groups.clock_probe", g.ClockProbe, 10*time.Second, 24*time.Hour)
+		if g.ClockCheck == 0 {
+			bad("groups.clock_probe", "needs groups.clock_check (e.g. 5m): the offset is reported beside the clock's synchronization state")
+		}
+	}
 }
 
 // checkSourceURL checks a voices.catalog_url or download_url: http(s)://
