@@ -149,6 +149,7 @@ type agreement struct {
 	proposed time.Time     // this member's proposal; zero = none sent
 	at       time.Time     // the instant agreed on; zero until decided
 	decided  chan struct{} // closed when at is set
+	by       string        // the member whose proposal was taken ("": none, or unknown)
 	used     bool          // a request of this member took it
 }
 
@@ -192,17 +193,24 @@ func (a *agreements) propose(e *agreement, at time.Time) bool {
 	return true
 }
 
-// decide settles e at at unless it is settled; it reports whether this
-// call settled it.
-func (a *agreements) decide(e *agreement, at time.Time) bool {
+// decide settles e at at, proposed by member by, unless it is settled;
+// it reports whether this call settled it.
+func (a *agreements) decide(e *agreement, at time.Time, by string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !e.at.IsZero() {
 		return false
 	}
-	e.at = at
+	e.at, e.by = at, by
 	close(e.decided)
 	return true
+}
+
+// leader returns the member whose proposal e took.
+func (a *agreements) leader(e *agreement) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return e.by
 }
 
 // use marks e as taken by a request of this member.
@@ -230,7 +238,7 @@ func (d *Daemon) agreeLocked(r *Request) {
 	e := d.agreed.get(agreementKey(r.Group, r.agreementID()), now)
 	d.agreed.use(e)
 	if at, _ := d.agreed.state(e); !at.IsZero() {
-		r.PlayAt = at
+		r.PlayAt, r.agreedAt = at, true
 		return
 	}
 	at := now.Add(d.opts.GroupLead)
@@ -277,7 +285,11 @@ func (d *Daemon) groupSynced(group string, payload []byte) {
 		return
 	}
 	e := d.agreed.get(agreementKey(group, m.ID), d.now())
-	if d.agreed.decide(e, at) {
+	by := m.Node
+	if ValidateName(by) != nil {
+		by = ""
+	}
+	if d.agreed.decide(e, at, by) {
 		d.log.Debug("play_at agreed", "group", group, "id", m.ID, "play_at", at, "by", m.Node)
 	}
 }
@@ -312,4 +324,42 @@ func (d *Daemon) playAt(j *job) time.Time {
 	}
 	d.log.Warn("no play_at agreement came back from the broker: playing at this member's own", "group", r.Group, "id", r.ID)
 	return proposed
+}
+
+// leaderWait bounds how long a group request waits for its agreement
+// before its synthesis starts, to learn whom to ask for the sentences
+// (renderBy). The agreement is normally back within a broker round trip.
+const leaderWait = 100 * time.Millisecond
+
+// renderBy returns the member whose play_at proposal j's group took,
+// when that is another member: it synthesizes the announcement anyway,
+// so this member asks it for each sentence first (Speech.RenderBy) and
+// the group synthesizes each sentence once. until is when to stop
+// waiting for the leader's first sentence: half way to play_at, so that
+// a leader gone since its proposal leaves time to synthesize here. It
+// waits for the agreement at most leaderWait (and a quarter of the
+// lead); "" when none came, or when this member leads or the request
+// carried its own play_at.
+func (d *Daemon) renderBy(j *job) (leader string, until time.Time) {
+	r := &j.req
+	if r.Group == "" || !r.PlayAt.IsZero() && !r.agreedAt {
+		return "", time.Time{}
+	}
+	e := d.agreed.get(agreementKey(r.Group, r.agreementID()), d.now())
+	wait := time.NewTimer(min(leaderWait, d.opts.GroupLead/4))
+	defer wait.Stop()
+	select {
+	case <-e.decided:
+	case <-wait.C:
+		return "", time.Time{}
+	case <-j.ctx.Done():
+		return "", time.Time{}
+	}
+	by := d.agreed.leader(e)
+	if by == d.opts.Node || by == "" {
+		return "", time.Time{}
+	}
+	at, _ := d.agreed.state(e)
+	now := d.now()
+	return by, now.Add(max(0, at.Sub(now)/2))
 }

@@ -323,3 +323,53 @@ func TestGroupAnnouncementDeliveredLate(t *testing.T) {
 		t.Errorf("proposed %+v for an announcement agreed on long ago", p)
 	}
 }
+
+// The member whose proposal the group took synthesizes the announcement;
+// the others ask it for each sentence (Speech.RenderBy). A member that
+// leads, or a request with its own play_at, names nobody.
+func TestGroupAsksTheLeaderToRender(t *testing.T) {
+	h := groupHarness(t, nil)
+	renderBy := func(id string) string {
+		h.waitEvent(id, EventFinished)
+		h.eng.mu.Lock()
+		defer h.eng.mu.Unlock()
+		for _, c := range h.eng.calls {
+			if c.Text == "Text of "+id+"." {
+				return c.RenderBy
+			}
+		}
+		t.Fatalf("%s never spoken: %+v", id, h.eng.calls)
+		return ""
+	}
+	// Another member's proposal came first.
+	at1 := time.Now().Add(150 * time.Millisecond)
+	h.groupSend("all", "sync", syncPayload("r1", at1, "kitchen"))
+	h.groupSend("all", "say", `{"id":"r1","text":"Text of r1."}`)
+	if by := renderBy("r1"); by != "kitchen" {
+		t.Errorf("r1 asked %q to render, want kitchen (its proposal was taken)", by)
+	}
+	h.eng.mu.Lock()
+	if c := h.eng.calls[len(h.eng.calls)-1]; c.RenderUntil.IsZero() || !c.RenderUntil.Before(at1) {
+		t.Errorf("r1 waits for the leader until %v, want a time before its play_at", c.RenderUntil)
+	}
+	h.eng.mu.Unlock()
+	// This member's own proposal is the first back: it renders.
+	h.groupSend("all", "say", `{"id":"r2","text":"Text of r2."}`)
+	waitFor(t, "a proposal", func() bool { return len(h.proposals("all")) == 1 })
+	h.groupSend("all", "sync", syncPayload("r2", unixMillis(h.proposals("all")[0].PlayAt), "test"))
+	if by := renderBy("r2"); by != "" {
+		t.Errorf("r2 asked %q to render, want nobody (this member leads)", by)
+	}
+	// play_at given: nobody proposed, nobody leads.
+	h.groupSend("all", "say", fmt.Sprintf(`{"id":"r3","text":"Text of r3.","play_at":%.3f}`, toUnixMillis(time.Now().Add(100*time.Millisecond))))
+	if by := renderBy("r3"); by != "" {
+		t.Errorf("r3 asked %q to render, want nobody", by)
+	}
+	// A proposal with a node name that is no name is taken for its
+	// instant, but nobody is asked.
+	h.groupSend("all", "sync", syncPayload("r4", time.Now().Add(150*time.Millisecond), "a/b#"))
+	h.groupSend("all", "say", `{"id":"r4","text":"Text of r4."}`)
+	if by := renderBy("r4"); by != "" {
+		t.Errorf("r4 asked %q to render, want nobody", by)
+	}
+}

@@ -87,6 +87,8 @@ type Request struct {
 	idGenerated bool
 	// textKey is the agreement id of a group say without an id (group.go).
 	textKey string
+	// agreedAt: PlayAt is the group's agreement, not the request's own.
+	agreedAt bool
 	// redelivered is the message's DUP flag (Message.Redelivered).
 	redelivered bool
 	// spool follows the request's spool record; nil without a spool.

@@ -194,6 +194,7 @@ func (d *Daemon) play(j *job) (progress, error) {
 func (d *Daemon) stream(j *job, p *progress) error {
 	speech := Speech{Voice: j.voice, Speaker: j.req.Speaker, Text: j.req.Text, Rate: j.req.Rate,
 		NoCache: j.req.NoCache, NoNormalize: j.req.NoNormalize, Owner: j.req.Owner, Session: j.req.Session}
+	speech.RenderBy, speech.RenderUntil = d.renderBy(j)
 	speak := func(ctx context.Context, emit func(Chunk) error) error {
 		if err := d.opts.Engine.Speak(ctx, speech, emit); err != nil {
 			return &jobError{speakerReason(err), fmt.Errorf("synthesize: %w", err)}

@@ -44,6 +44,10 @@ type Engine struct {
 	// remote, when set, is asked for a phrase-cache miss before it is
 	// synthesized (Options.Remote).
 	remote Remote
+	// remoteRenderBy: remote is asked only for requests that name
+	// RenderBy (Options.RemoteRenderBy).
+	remoteRenderBy bool
+	flights        flights // syntheses in progress, by phrase key
 	// sessions keeps loaded voices warm (LRU bounded as Sessions says,
 	// the default voice and Sessions.Pinned pinned, idle ones closed
 	// under memory pressure); concurrent first uses load a voice once.
@@ -132,6 +136,10 @@ type Options struct {
 	// sentence is synthesized here (mynahd's render.mode remote); its
 	// answer is stored in the phrase cache. nil: misses are synthesized.
 	Remote Remote
+	// RemoteRenderBy asks Remote only for the sentences of a request that
+	// names Request.RenderBy (a group announcement's leader), and only
+	// that node (RemoteRequest.Node), instead of for every miss.
+	RemoteRenderBy bool
 }
 
 // SessionOptions bound the voices kept loaded (mynahd's voices.sessions).
@@ -168,7 +176,7 @@ func Open(o *Options) (*Engine, error) {
 	}
 	vs := &Engine{rt: o.Runtime, dir: o.Dir, def: o.Default, opts: opts, log: log, now: o.Now, store: o.Store,
 		precision: o.Precision, precisions: o.Precisions, provider: o.Provider, cpu: o.CPU,
-		noNormalize: o.NoNormalize, emoji: o.Emoji, remote: o.Remote}
+		noNormalize: o.NoNormalize, emoji: o.Emoji, remote: o.Remote, remoteRenderBy: o.RemoteRenderBy}
 	if vs.now == nil {
 		vs.now = time.Now
 	}
@@ -386,8 +394,11 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 	_, cacheable := p.spec()
 	useCache := vs.store != nil && cacheable && !s.NoCache
 	var ask *RemoteRequest
-	if useCache && vs.remote != nil {
+	if useCache && vs.remote != nil && (!vs.remoteRenderBy || s.RenderBy != "") {
 		ask = &RemoteRequest{Voice: name, Speaker: s.Speaker, Rate: s.Rate, Normalized: norm != normalizeOff}
+		if vs.remoteRenderBy {
+			ask.Node = s.RenderBy
+		}
 	}
 	var stored time.Duration // of this request's audio, in the phrase cache
 	for i, sentence := range sentences {
@@ -395,21 +406,33 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 			return err
 		}
 		start := time.Now()
-		m, err := vs.sentence(ctx, p, sentence, norm, useCache, ask)
+		sctx, cancel := ctx, context.CancelFunc(func() {})
+		if i == 0 && ask != nil && ask.Node != "" && !s.RenderUntil.IsZero() {
+			sctx, cancel = context.WithDeadline(ctx, s.RenderUntil)
+		}
+		m, err := vs.sentence(ctx, sctx, p, sentence, norm, useCache, ask)
+		cancel()
 		if err != nil {
 			return fmt.Errorf("sentence %d: %w", i+1, err)
+		}
+		if ask != nil && ask.Node != "" && !m.hit && !m.rendered {
+			ask = nil // the leader did not answer: the rest is made here
 		}
 		key, pcm, hit := m.key, m.pcm, m.hit
 		c := Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm, Cached: hit, Rendered: m.rendered, Took: time.Since(start), Unknown: m.unknown}
 		if !c.Last || s.Continued {
 			c.Silence = v.silence
 		}
-		if err := emit(c); err != nil {
-			return err
-		}
-		if useCache && !hit && !m.rendered && stored+pcm.Duration() <= maxCachedRequestAudio {
+		err = emit(c)
+		if err == nil && m.flight != nil && stored+pcm.Duration() <= maxCachedRequestAudio {
 			vs.keep(key, name, pcm)
 			stored += pcm.Duration()
+		}
+		if m.flight != nil {
+			vs.flights.leave(key, m.flight)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -474,18 +497,18 @@ func (vs *Engine) PinPhrases(ctx context.Context, texts []string) error {
 			return fmt.Errorf("pinned phrase %q: %w", phrase, err)
 		}
 		for _, sentence := range sentences {
-			m, err := vs.sentence(ctx, p, sentence, norm, true, nil)
+			m, err := vs.sentence(ctx, ctx, p, sentence, norm, true, nil)
 			if err != nil {
 				return fmt.Errorf("pinned phrase %q: %w", sentence, err)
 			}
 			key := m.key
 			want[key] = true
 			if !m.hit {
-				data, err := audio.EncodePhrase(m.pcm)
-				if err != nil {
-					return fmt.Errorf("pinned phrase %q: %w", sentence, err)
+				err := vs.storePinned(key, m)
+				if m.flight != nil {
+					vs.flights.leave(key, m.flight)
 				}
-				if err := vs.store.PutPhrase(key, vs.def, data); err != nil {
+				if err != nil {
 					return fmt.Errorf("pinned phrase %q: %w", sentence, err)
 				}
 			}
@@ -504,6 +527,15 @@ func (vs *Engine) PinPhrases(ctx context.Context, texts []string) error {
 	return nil
 }
 
+// storePinned stores a pinned phrase's audio made by sentence.
+func (vs *Engine) storePinned(key cache.PhraseKey, m made) error {
+	data, err := audio.EncodePhrase(m.pcm)
+	if err != nil {
+		return err
+	}
+	return vs.store.PutPhrase(key, vs.def, data)
+}
+
 // made is one sentence's audio as sentence made it.
 type made struct {
 	key      cache.PhraseKey // zero without the phrase cache
@@ -511,14 +543,17 @@ type made struct {
 	hit      bool // from the phrase cache
 	rendered bool // from a render node (stored in the phrase cache already)
 	unknown  int  // phonemes the voice had no id for (0 on a hit)
+	// flight, when set, is this call's synthesis under key, which others
+	// share until the caller leaves it (after storing the audio).
+	flight *flight
 }
 
 // sentence makes one sentence's audio under plan p (its text read by
 // the rules norm names): from the phrase
 // cache when useCache and it is there, else from a render node when ask
-// is set (Options.Remote), else synthesized. Speak and PinPhrases share
-// it.
-func (vs *Engine) sentence(ctx context.Context, p plan, sentence, norm string, useCache bool, ask *RemoteRequest) (made, error) {
+// is set (Options.Remote), asked within askCtx, else synthesized. Speak
+// and PinPhrases share it.
+func (vs *Engine) sentence(ctx, askCtx context.Context, p plan, sentence, norm string, useCache bool, ask *RemoteRequest) (made, error) {
 	var m made
 	if useCache {
 		m.key = phraseKey(p, sentence, norm)
@@ -529,14 +564,22 @@ func (vs *Engine) sentence(ctx context.Context, p plan, sentence, norm string, u
 		if ask != nil {
 			r := *ask
 			r.Text, r.Key = sentence, m.key
-			if pcm, ok := vs.fromRemote(ctx, r); ok {
+			if pcm, ok := vs.fromRemote(askCtx, r); ok {
 				m.pcm, m.rendered = pcm, true
 				return m, nil
 			}
 		}
 	}
 	var err error
-	m.pcm, m.unknown, err = p.synthesize(ctx, sentence)
+	if !useCache {
+		m.pcm, m.unknown, err = p.synthesize(ctx, sentence)
+		return m, err
+	}
+	m.pcm, m.unknown, m.flight, err = vs.synthesizeOnce(ctx, p, m.key, sentence)
+	if err != nil && m.flight != nil {
+		vs.flights.leave(m.key, m.flight)
+		m.flight = nil
+	}
 	return m, err
 }
 

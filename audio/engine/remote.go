@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/cache"
@@ -33,6 +34,9 @@ type RemoteRequest struct {
 	// (text.NormalizeVersion, part of the key); false: spoken as written.
 	Normalized bool
 	Key        cache.PhraseKey
+	// Node, when set, is the one node to ask (Request.RenderBy); empty:
+	// the render nodes.
+	Node string
 }
 
 // ErrRemoteKey is RenderPhrase's error when the render node's own key of
@@ -47,8 +51,11 @@ var ErrRemoteKey = errors.New("render node's phrase key differs from the request
 func (vs *Engine) fromRemote(ctx context.Context, r RemoteRequest) (audio.PCM, bool) {
 	record, err := vs.remote.Render(ctx, r)
 	if err != nil {
-		if ctx.Err() == nil {
-			vs.log.Info("no render node answered: synthesizing here", "voice", r.Voice, "err", err)
+		switch {
+		case errors.Is(ctx.Err(), context.DeadlineExceeded) && r.Node != "":
+			vs.log.Info("the announcement's leader did not answer in time: synthesizing here", "voice", r.Voice, "leader", r.Node)
+		case ctx.Err() == nil:
+			vs.log.Info("no render node answered: synthesizing here", "voice", r.Voice, "node", r.Node, "err", err)
 		}
 		return audio.PCM{}, false
 	}
@@ -103,7 +110,13 @@ func (vs *Engine) RenderPhrase(ctx context.Context, r RemoteRequest) (cache.Phra
 			}
 		}
 	}
-	pcm, _, err := p.synthesize(ctx, r.Text)
+	pcm, _, f, err := vs.synthesizeOnce(ctx, p, key, r.Text)
+	if f != nil {
+		if err == nil && vs.store != nil {
+			vs.keep(key, name, pcm)
+		}
+		vs.flights.leave(key, f)
+	}
 	if err != nil {
 		return key, nil, err
 	}
@@ -111,10 +124,74 @@ func (vs *Engine) RenderPhrase(ctx context.Context, r RemoteRequest) (cache.Phra
 	if err != nil {
 		return key, nil, err
 	}
-	if vs.store != nil {
-		if err := vs.store.PutPhrase(key, name, data); err != nil {
-			vs.log.Warn("rendered phrase not cached", "err", err)
+	return key, data, nil
+}
+
+// flights are the syntheses in progress by phrase key, so that a sentence
+// this node is making for its own request and the same sentence asked of
+// it by another node (a group announcement's members ask their leader)
+// are synthesized once.
+type flights struct {
+	mu sync.Mutex
+	m  map[cache.PhraseKey]*flight
+}
+
+// flight is one synthesis; pcm, unknown and err are set before done is
+// closed. It stays listed until its audio is stored (or known not to be),
+// so that a node asking between the synthesis and the store shares it too.
+type flight struct {
+	done    chan struct{}
+	pcm     audio.PCM
+	unknown int
+	err     error
+}
+
+// synthesizeOnce synthesizes sentence under key, or shares the synthesis
+// of key in progress (or made and not yet stored). When this call
+// synthesized, it returns its flight: the caller ends it with
+// vs.flights.leave once the audio is stored (or is not to be).
+func (vs *Engine) synthesizeOnce(ctx context.Context, p plan, key cache.PhraseKey, sentence string) (audio.PCM, int, *flight, error) {
+	for {
+		f, mine := vs.flights.join(key)
+		if mine {
+			f.pcm, f.unknown, f.err = p.synthesize(ctx, sentence)
+			close(f.done)
+			return f.pcm, f.unknown, f, f.err
+		}
+		select {
+		case <-f.done:
+			if f.err == nil {
+				return f.pcm, f.unknown, nil, nil
+			}
+			// The other synthesis failed (its request was stopped, say):
+			// once it has left, this one tries.
+			vs.flights.leave(key, f)
+		case <-ctx.Done():
+			return audio.PCM{}, 0, nil, ctx.Err()
 		}
 	}
-	return key, data, nil
+}
+
+// join returns key's flight, and whether the caller started it (and must
+// fly it).
+func (fs *flights) join(key cache.PhraseKey) (*flight, bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f, ok := fs.m[key]; ok {
+		return f, false
+	}
+	if fs.m == nil {
+		fs.m = make(map[cache.PhraseKey]*flight)
+	}
+	f := &flight{done: make(chan struct{})}
+	fs.m[key] = f
+	return f, true
+}
+
+func (fs *flights) leave(key cache.PhraseKey, f *flight) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.m[key] == f {
+		delete(fs.m, key)
+	}
 }

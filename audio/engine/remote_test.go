@@ -129,3 +129,90 @@ func TestRenderPhraseKeyMismatch(t *testing.T) {
 		t.Errorf("err %v, want ErrRemoteKey", err)
 	}
 }
+
+// A group announcement's leader is asked for a sentence it is making for
+// its own request: the asker shares that synthesis (the leader stores
+// the sentence once, after playing it), and a member that names no
+// RenderBy, or whose leader does not answer, makes its own.
+func TestRenderPhraseSharesTheLeadersSynthesis(t *testing.T) {
+	dir := t.TempDir()
+	enginetest.WriteVoices(t, dir, "a")
+	leader, leaderStore := storeEngine(t, dir, nil)
+	text := "The washing is done. Please empty it."
+
+	// The leader speaks; its emit of the first sentence waits, so that
+	// sentence is made but not stored yet.
+	first := make(chan Chunk)
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- leader.Speak(context.Background(), Request{Text: text}, func(c Chunk) error {
+			if c.Index == 0 {
+				first <- c
+				<-release
+			}
+			return nil
+		})
+	}()
+	c := <-first
+	var asked []RemoteRequest
+	var failing bool
+	member, _ := storeEngine(t, dir, nil)
+	member.remote = remoteFunc(func(ctx context.Context, r RemoteRequest) ([]byte, error) {
+		asked = append(asked, r)
+		if failing {
+			return nil, errors.New("the leader is gone")
+		}
+		_, record, err := leader.RenderPhrase(ctx, r)
+		return record, err
+	})
+	member.remoteRenderBy = true
+
+	// No RenderBy: the member is not asked to fetch.
+	var got []Chunk
+	speak := func(renderBy, text string) {
+		t.Helper()
+		got = got[:0]
+		if err := member.Speak(context.Background(), Request{Text: text, RenderBy: renderBy}, func(c Chunk) error {
+			got = append(got, c)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	speak("", "Another text.")
+	if len(asked) != 0 || got[0].Rendered {
+		t.Fatalf("asked %v for a request without RenderBy", asked)
+	}
+
+	// The first sentence, asked of the leader while it holds it: the
+	// leader's own synthesis, not a second one (which would be stored).
+	speak("leader", text)
+	if len(asked) != 2 || asked[0].Node != "leader" || !got[0].Rendered || !got[1].Rendered {
+		t.Fatalf("asked %+v, chunks rendered %v %v: want both sentences from the leader", asked, got[0].Rendered, got[1].Rendered)
+	}
+	if !slices.Equal(got[0].PCM.Samples, c.PCM.Samples) {
+		t.Error("the member's first sentence is not the leader's audio")
+	}
+	// Only the second sentence, which RenderPhrase made, is stored yet: a
+	// synthesis of the first of its own would have been stored too.
+	if n := leaderStore.Stats().Entries; n != 1 {
+		t.Errorf("while the leader holds its first sentence it stored %d phrases, want 1 (the second)", n)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The leader made each sentence once: its own Speak stored the first
+	// after playing it; the second it made for whichever came first.
+	if n := leaderStore.Stats().Entries; n != 2 {
+		t.Errorf("the leader stored %d phrases, want 2", n)
+	}
+
+	// A leader that does not answer is asked once per request.
+	failing, asked = true, nil
+	speak("leader", "One more. And another. And a third.")
+	if len(asked) != 1 || got[0].Rendered || got[1].Rendered {
+		t.Errorf("asked %d times of a silent leader, want once (then made here)", len(asked))
+	}
+}

@@ -35,6 +35,15 @@ type Request struct {
 	// Markdown are not read into words first (text.Normalize), and the
 	// phrase cache keeps such audio apart.
 	NoNormalize bool
+	// RenderBy names the node to ask first for each sentence not in the
+	// phrase cache: a group announcement's leader, the member whose
+	// play_at proposal the group took, which synthesizes it anyway
+	// (engine.Options.RemoteRenderBy). Empty: nobody.
+	RenderBy string
+	// RenderUntil, when set, is when to stop waiting for RenderBy's first
+	// sentence and make it here: a leader that proposed and went must not
+	// make its members late (the daemon gives half the time to play_at).
+	RenderUntil time.Time
 	// LengthScale, NoiseScale and NoiseW override a Piper voice's
 	// inference defaults when set (other kinds ignore them); the phrase
 	// cache keys the values used.

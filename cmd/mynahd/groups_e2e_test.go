@@ -128,6 +128,29 @@ func (f *fleet) waitStarted(t testing.TB, id string) {
 	}
 }
 
+// syntheses waits until every member has answered id and returns how
+// many of its sentences the members synthesized themselves (neither
+// cached nor rendered elsewhere), from their finished events.
+func (f *fleet) syntheses(t testing.TB, id string) int {
+	t.Helper()
+	n := 0
+	for _, node := range f.nodes {
+		l := f.events[node]
+		l.waitTerminal(t, id)
+		for _, e := range l.snapshot() {
+			if e.ID != id || e.State != daemon.EventFinished {
+				continue
+			}
+			for _, s := range e.SentenceDetail {
+				if s.Cache == daemon.CacheMiss {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
 // waitTerminal waits for id's terminal event, without waitAnswered's
 // pause for second answers (checkExactlyOnce looks for those at the end).
 func (l *eventLog) waitTerminal(t testing.TB, id string) {
@@ -199,6 +222,7 @@ func TestGroupAnnouncementsInSync(t *testing.T) {
 
 	var ids []string
 	var skews []float64
+	synthesized := map[int]int{} // round -> syntheses in the fleet
 	for round := range 2 {
 		for i := range 10 {
 			id := fmt.Sprintf("a%d-%d", round, i)
@@ -206,7 +230,15 @@ func TestGroupAnnouncementsInSync(t *testing.T) {
 			say(fmt.Sprintf(`{"id":%q,"text":"Number %d."}`, id, i))
 			skew, _ := alignment(t, id, f.started(t, id))
 			skews = append(skews, skew)
+			synthesized[round] += f.syntheses(t, id)
 		}
+	}
+	// The member whose proposal was taken synthesized each sentence; the
+	// others asked it: once in the fleet per distinct sentence, then
+	// never again (every member has it cached).
+	t.Logf("fleet syntheses for 10 distinct sentences on %d members: %d cold, %d warm", len(f.nodes), synthesized[0], synthesized[1])
+	if synthesized[0] != 10 || synthesized[1] != 0 {
+		t.Errorf("fleet syntheses: %d cold, %d warm for 10 sentences on %d members: want 10 and 0", synthesized[0], synthesized[1], len(f.nodes))
 	}
 
 	// Agreed before the members see the request: all of them play at
@@ -219,6 +251,11 @@ func TestGroupAnnouncementsInSync(t *testing.T) {
 	skews = append(skews, skew)
 	if math.Abs(playAt-at) > 0.002 {
 		t.Errorf("w1 played at %.3f, want the proposal's %.3f", playAt, at)
+	}
+	// Its leader is no member: each asked it until half way to play_at,
+	// then synthesized for itself, in time.
+	if n := f.syntheses(t, "w1"); n != len(f.nodes) {
+		t.Errorf("w1: %d syntheses, want one per member (its leader never answers)", n)
 	}
 
 	// Plain text from mosquitto_pub: every member makes up its own id.

@@ -45,12 +45,28 @@ func (r *remoteRenderer) Render(ctx context.Context, q engine.RemoteRequest) ([]
 	if c == nil {
 		return nil, errNotConnected
 	}
-	a, err := c.Fetch(ctx, render.Request{Voice: q.Voice, Speaker: q.Speaker, Rate: q.Rate, Text: q.Text,
-		Normalize: q.Normalized, Key: q.Key.String()})
+	req := render.Request{Voice: q.Voice, Speaker: q.Speaker, Rate: q.Rate, Text: q.Text, Normalize: q.Normalized, Key: q.Key.String()}
+	var a render.Answer
+	var err error
+	if q.Node != "" {
+		a, err = c.FetchFrom(ctx, q.Node, req)
+	} else {
+		a, err = c.Fetch(ctx, req)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return a.Record, nil
+}
+
+// groupRenders reports whether this node's group announcements are
+// rendered once per group: a member not in render.mode remote asks the
+// member that leads an announcement (whose play_at proposal the group
+// took) for each sentence, and answers its fellows when it leads. A
+// remote node asks the render nodes instead, which render once for the
+// whole fleet.
+func groupRenders(cfg config.Config) bool {
+	return len(cfg.Groups.Names) > 0 && cfg.Render.Mode != config.RenderRemote
 }
 
 // serveFunc answers a render request with the engine: from its phrase
@@ -97,6 +113,52 @@ func parsePhraseKey(s string) (cache.PhraseKey, error) {
 // requests, mosquitto#1747). The returned stop ends the server and its
 // connection.
 func startRender(ctx context.Context, cfg config.Config, broker string, client *mqtt.Client, voices *engine.Engine, remote *remoteRenderer, log *slog.Logger) (stop func(), err error) {
+	stopGroup, err := startGroupRender(ctx, cfg, client, voices, remote, log)
+	if err != nil {
+		return nil, err
+	}
+	stopMode, err := startRenderMode(ctx, cfg, broker, client, voices, remote, log)
+	if err != nil {
+		stopGroup()
+		return nil, err
+	}
+	return func() { stopMode(); stopGroup() }, nil
+}
+
+// startGroupRender starts a group member's side of rendering its group
+// announcements once (groupRenders): a render client on the daemon's
+// connection to ask leaders, and a server of this node's own render
+// topic alone (not the render nodes' shared one) to answer as leader.
+// A serve node answers its own topic already.
+func startGroupRender(ctx context.Context, cfg config.Config, client *mqtt.Client, voices *engine.Engine, remote *remoteRenderer, log *slog.Logger) (stop func(), err error) {
+	if !groupRenders(cfg) {
+		return func() {}, nil
+	}
+	if err := render.ValidateNode(cfg.Node); err != nil {
+		log.Warn("group announcements are synthesized by every member: the node name is not a render topic level", "node", cfg.Node, "err", err)
+		return func() {}, nil
+	}
+	c, err := render.NewClient(client.RenderTransport(), cfg.Node, &render.ClientOptions{Timeout: cfg.Render.Timeout, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	remote.set(c)
+	if cfg.Render.Mode == config.RenderServe {
+		return func() {}, nil
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := render.Serve(sctx, client.RenderTransport(), serveFunc(voices), &render.ServerOptions{Node: cfg.Node, NodeOnly: true, Logger: log}); err != nil {
+			log.Error("group render stopped", "err", err)
+		}
+	})
+	log.Info("group announcements: asking their leader for each sentence, answering as leader", "topic", render.NodeTopic(cfg.Node, render.NodeRequest))
+	return func() { cancel(); wg.Wait() }, nil
+}
+
+// startRenderMode starts what render.mode asks for (see startRender).
+func startRenderMode(ctx context.Context, cfg config.Config, broker string, client *mqtt.Client, voices *engine.Engine, remote *remoteRenderer, log *slog.Logger) (stop func(), err error) {
 	switch cfg.Render.Mode {
 	case config.RenderRemote:
 		c, err := render.NewClient(client.RenderTransport(), cfg.Node, &render.ClientOptions{Timeout: cfg.Render.Timeout, Logger: log})

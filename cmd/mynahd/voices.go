@@ -46,9 +46,16 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, remote *
 	}
 	sc := cfg.Voices.Sessions
 	releaser := &memoryReleaser{store: store, log: log.With("component", "memory")}
-	var asks engine.Remote // nil unless this node asks render nodes
-	if cfg.Render.Mode == config.RenderRemote && store != nil {
+	// A remote node asks the render nodes for every miss; a member of a
+	// group asks an announcement's leader (groupRenders).
+	var asks engine.Remote
+	renderBy := false
+	switch {
+	case store == nil:
+	case cfg.Render.Mode == config.RenderRemote:
 		asks = remote
+	case groupRenders(cfg):
+		asks, renderBy = remote, true
 	}
 	return engine.Open(&engine.Options{
 		Runtime: rt,
@@ -75,6 +82,7 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, remote *
 		// optimized copy: it is built in the background.
 		OptimizeInBackground: true,
 		Remote:               asks,
+		RemoteRenderBy:       renderBy,
 	})
 }
 

@@ -201,6 +201,23 @@ func (c *Client) Stats() ClientStats {
 // check are refused, counted and never returned. ctx bounds the whole
 // Fetch; its error is returned as is (wrapped).
 func (c *Client) Fetch(ctx context.Context, r Request) (Answer, error) {
+	return c.fetch(ctx, r, "")
+}
+
+// FetchFrom is Fetch of one node alone: one try, on node's own request
+// topic (NodeTopic), whether or not the Client knows the node as a
+// render node — a group member asks the member that leads an
+// announcement, which synthesizes it anyway. No answer within the
+// timeout fails with ErrNoRenderer; there is no quiet period.
+func (c *Client) FetchFrom(ctx context.Context, node string, r Request) (Answer, error) {
+	if err := ValidateNode(node); err != nil {
+		return Answer{}, fmt.Errorf("render fetch: %w: %w", ErrInvalidRequest, err)
+	}
+	return c.fetch(ctx, r, node)
+}
+
+// fetch is Fetch, or FetchFrom(node) when node is set.
+func (c *Client) fetch(ctx context.Context, r Request, node string) (Answer, error) {
 	if r.Rate == 0 {
 		r.Rate = 1
 	}
@@ -221,7 +238,7 @@ func (c *Client) Fetch(ctx context.Context, r Request) (Answer, error) {
 	if err != nil {
 		return Answer{}, fmt.Errorf("render fetch: %w", err)
 	}
-	if since, quiet := c.quietNow(); quiet {
+	if since, quiet := c.quietNow(); quiet && node == "" {
 		c.count(&c.stats.Skipped)
 		return Answer{}, fmt.Errorf("render fetch %s: %w (no render node online, and none answered %v ago)", r.ID, ErrNoRenderer, since.Round(time.Millisecond))
 	}
@@ -238,13 +255,18 @@ func (c *Client) Fetch(ctx context.Context, r Request) (Answer, error) {
 	defer c.finish(f)
 
 	log := c.log.With(logKeyID, r.ID, logKeyVoice, r.Voice)
-	targets := c.targets(r)
+	var targets []string
+	if node != "" {
+		targets = []string{NodeTopic(node, NodeRequest)}
+	} else {
+		targets = c.targets(r)
+	}
 	var (
 		timedOut  int
 		pubErr    error
 		answerErr *AnswerError // a retriable error answer of an earlier try
 	)
-	for try := 1; try <= tries; try++ {
+	for try := 1; try <= len(targets); try++ {
 		if try > 1 {
 			c.count(&c.stats.Retries)
 		}
@@ -271,7 +293,7 @@ func (c *Client) Fetch(ctx context.Context, r Request) (Answer, error) {
 		case ea == nil:
 			timedOut++
 			log.Debug("render try timed out", logKeyTry, try)
-		case try < tries && retriable(ea.reason):
+		case try < len(targets) && retriable(ea.reason):
 			answerErr = ea
 			log.Debug("render node cannot render this; asking again", logKeyTry, try, logKeyErr, ea)
 		default:
@@ -284,10 +306,10 @@ func (c *Client) Fetch(ctx context.Context, r Request) (Answer, error) {
 		return Answer{}, fmt.Errorf("render fetch %s: %w", r.ID, ea)
 	}
 	c.count(&c.stats.NoRenderer)
-	if timedOut == tries {
+	if timedOut == len(targets) && node == "" {
 		c.markUnanswered()
 	}
-	return Answer{}, c.noRenderer(f, timedOut, pubErr, answerErr)
+	return Answer{}, c.noRenderer(f, len(targets), timedOut, pubErr, answerErr)
 }
 
 // quietNow reports whether Fetch should fail at once (ClientOptions.Quiet),
@@ -363,10 +385,10 @@ func (c *Client) takeError(f *fetch) *AnswerError {
 }
 
 // noRenderer builds the error of a Fetch that got nothing usable.
-func (c *Client) noRenderer(f *fetch, timedOut int, pubErr error, answerErr *AnswerError) error {
+func (c *Client) noRenderer(f *fetch, tried, timedOut int, pubErr error, answerErr *AnswerError) error {
 	var what []string
 	if timedOut > 0 {
-		what = append(what, fmt.Sprintf("%d of %d tries unanswered within %v", timedOut, tries, c.timeout))
+		what = append(what, fmt.Sprintf("%d of %d tries unanswered within %v", timedOut, tried, c.timeout))
 	}
 	c.mu.Lock()
 	if len(f.refused) > 0 {
@@ -411,7 +433,7 @@ func (c *Client) count(n *uint64) {
 
 // targets returns the topics of r's tries: the owners' own request
 // topics, in rank, then the shared one.
-func (c *Client) targets(r Request) [tries]string {
+func (c *Client) targets(r Request) []string {
 	c.mu.Lock()
 	var live []string
 	for name, n := range c.nodes {
@@ -420,7 +442,7 @@ func (c *Client) targets(r Request) [tries]string {
 		}
 	}
 	c.mu.Unlock()
-	var out [tries]string
+	out := make([]string, tries)
 	owners := Owners(routingKey(r), live)
 	for i := range out {
 		out[i] = RequestTopic

@@ -354,3 +354,56 @@ func TestFetchQuietWhileNoNodeOnline(t *testing.T) {
 		t.Errorf("stats %+v: want every Fetch asked", st)
 	}
 }
+
+// A group member asks the member that leads an announcement, on its own
+// topic alone: the leader serves only that topic (NodeOnly), not the
+// render nodes' shared one, and one unanswered try is the end.
+func TestFetchFromOneNode(t *testing.T) {
+	b := newFakeBroker(t)
+	var renders countingRenders
+	startServer(t, b, "render", renders.on("render"), nil) // a render node on the shared topic
+	leader, err := NewServer(renders.on("kitchen"), &ServerOptions{Node: "kitchen", NodeOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := b.conn("kitchen")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- leader.Serve(ctx, conn) }()
+	t.Cleanup(func() { cancel(); <-done })
+	eventually(t, "kitchen subscribed", func() bool {
+		conn.mu.Lock()
+		defer conn.mu.Unlock()
+		return len(conn.subs) == 1 && conn.subs[0].filter == NodeTopic("kitchen", NodeRequest)
+	})
+
+	c := newTestClient(t, b, "hall", &ClientOptions{Timeout: 100 * time.Millisecond})
+	a, err := c.FetchFrom(context.Background(), "kitchen", testRequest("Dinner is ready."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a.Record) != string(recordFor(testRequest("Dinner is ready."))) {
+		t.Errorf("record %q", a.Record)
+	}
+	if got := renders.nodes("Dinner is ready."); len(got) != 1 || got["kitchen"] != 1 {
+		t.Errorf("rendered by %v, want the kitchen alone", got)
+	}
+	// The leader gone: one try, then ErrNoRenderer, and no quiet period.
+	conn.setGone(true)
+	_, err = c.FetchFrom(context.Background(), "kitchen", testRequest("Gone."))
+	if !errors.Is(err, ErrNoRenderer) || !strings.Contains(err.Error(), "1 of 1 tries") {
+		t.Fatalf("FetchFrom a gone leader = %v, want ErrNoRenderer after one try", err)
+	}
+	if _, err := c.Fetch(context.Background(), testRequest("Shared.")); err != nil {
+		t.Errorf("Fetch after a leader's silence: %v (a FetchFrom starts no quiet period)", err)
+	}
+	if got := renders.nodes("Gone."); len(got) != 0 {
+		t.Errorf("%v rendered what was asked of the kitchen alone", got)
+	}
+	if _, err := c.FetchFrom(context.Background(), "a/b", testRequest("x")); !errors.Is(err, ErrInvalidRequest) {
+		t.Errorf("FetchFrom a bad node name = %v, want ErrInvalidRequest", err)
+	}
+	if _, err := NewServer(renderFake, &ServerOptions{NodeOnly: true}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("NodeOnly without a Node = %v, want ErrInvalidOptions", err)
+	}
+}

@@ -55,6 +55,10 @@ type ServerOptions struct {
 	// which requesters use for the sentences it owns (Owners). Its
 	// status and catalog topics are the caller's to publish.
 	Node string
+	// NodeOnly serves Node's own request topic alone, not the shared
+	// one: a group member answering its fellows (Client.FetchFrom), not
+	// a render node.
+	NodeOnly bool
 }
 
 // ServerStats are a Server's counters.
@@ -130,6 +134,12 @@ func NewServer(render RenderFunc, opts *ServerOptions) (*Server, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	filters := []string{ServeFilter}
+	switch {
+	case o.NodeOnly && o.Node == "":
+		return nil, fmt.Errorf("%w: NodeOnly without a Node", ErrInvalidOptions)
+	case o.NodeOnly:
+		filters = nil
+	}
 	if o.Node != "" {
 		if err := ValidateNode(o.Node); err != nil {
 			return nil, fmt.Errorf("%w: Node: %w", ErrInvalidOptions, err)
