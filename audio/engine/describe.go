@@ -17,7 +17,7 @@ import (
 // loading it: what a front end lists (Home Assistant's voice picker).
 type VoiceInfo struct {
 	Name string
-	Kind string // piper, style_vector or pipeline
+	Kind string // piper, style_vector, pipeline, or remote (KindRemote)
 	// Languages are language tags in the form Home Assistant uses
 	// (en_US, zh_CN): the config's language code, else the espeak-ng
 	// voice's.
@@ -55,8 +55,25 @@ func (vs *Engine) Describe() []VoiceInfo {
 		}
 		out = append(out, info)
 	}
+	for _, name := range vs.Voices() {
+		if _, installed := paths[name]; installed {
+			continue
+		}
+		if rv, ok := vs.remoteVoice(name); ok {
+			info := VoiceInfo{Name: rv.Name, Kind: KindRemote, Speakers: rv.Speakers, SampleRate: rv.SampleRate}
+			if rv.Language != "" {
+				info.Languages = []string{rv.Language}
+			}
+			out = append(out, info)
+		}
+	}
+	slices.SortFunc(out, func(a, b VoiceInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
+
+// KindRemote is VoiceInfo.Kind of a voice only the render nodes have
+// (Options.RemoteVoices).
+const KindRemote = "remote"
 
 func describe(name string, p voicePath, shared []string) (VoiceInfo, error) {
 	info := VoiceInfo{Name: name, Kind: p.kind}

@@ -47,7 +47,8 @@ type Engine struct {
 	// remoteRenderBy: remote is asked only for requests that name
 	// RenderBy (Options.RemoteRenderBy).
 	remoteRenderBy bool
-	flights        flights // syntheses in progress, by phrase key
+	remoteVoices   func() []RemoteVoice // Options.RemoteVoices
+	flights        flights              // syntheses in progress, by phrase key
 	// sessions keeps loaded voices warm (LRU bounded as Sessions says,
 	// the default voice and Sessions.Pinned pinned, idle ones closed
 	// under memory pressure); concurrent first uses load a voice once.
@@ -140,6 +141,12 @@ type Options struct {
 	// names Request.RenderBy (a group announcement's leader), and only
 	// that node (RemoteRequest.Node), instead of for every miss.
 	RemoteRenderBy bool
+	// RemoteVoices, with Remote (asked for every miss) and Store, lists
+	// the voices the render nodes have (their catalogs): one not
+	// installed here is spoken all the same, every sentence rendered
+	// there (or fetched from the phrase cache), a satellite without voice
+	// files. It is called on every Voices and Speak.
+	RemoteVoices func() []RemoteVoice
 }
 
 // SessionOptions bound the voices kept loaded (mynahd's voices.sessions).
@@ -176,7 +183,7 @@ func Open(o *Options) (*Engine, error) {
 	}
 	vs := &Engine{rt: o.Runtime, dir: o.Dir, def: o.Default, opts: opts, log: log, now: o.Now, store: o.Store,
 		precision: o.Precision, precisions: o.Precisions, provider: o.Provider, cpu: o.CPU,
-		noNormalize: o.NoNormalize, emoji: o.Emoji, remote: o.Remote, remoteRenderBy: o.RemoteRenderBy}
+		noNormalize: o.NoNormalize, emoji: o.Emoji, remote: o.Remote, remoteRenderBy: o.RemoteRenderBy, remoteVoices: o.RemoteVoices}
 	if vs.now == nil {
 		vs.now = time.Now
 	}
@@ -270,7 +277,7 @@ func (vs *Engine) synthesizing() (done func()) {
 
 // Voices lists the installed voices by name, sorted: those in the
 // directory, less those ReloadVoices found with a config that does not
-// read.
+// read, and the render nodes' voices (Options.RemoteVoices).
 func (vs *Engine) Voices() []string {
 	names, _ := vs.scan()
 	vs.set.mu.Lock()
@@ -278,7 +285,16 @@ func (vs *Engine) Voices() []string {
 		delete(names, name)
 	}
 	vs.set.mu.Unlock()
-	return slices.Sorted(maps.Keys(names))
+	out := slices.Collect(maps.Keys(names))
+	if vs.remoteVoices != nil && vs.remote != nil && !vs.remoteRenderBy && vs.store != nil {
+		for _, v := range vs.remoteVoices() {
+			if _, ok := names[v.Name]; !ok && !slices.Contains(out, v.Name) {
+				out = append(out, v.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // scan maps voice names to their paths and kinds.
@@ -382,6 +398,9 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 	if name == "" {
 		name = vs.def
 	}
+	if rv, ok := vs.remoteVoice(name); ok {
+		return vs.speakRemote(ctx, rv, s, emit)
+	}
 	v, release, err := vs.sessions.Get(ctx, name)
 	if err != nil {
 		return err
@@ -457,6 +476,9 @@ func (vs *Engine) CheckVoice(ctx context.Context, name string) error {
 		return fmt.Errorf("check voice: %w", err)
 	}
 	if _, ok := paths[name]; !ok {
+		if _, remote := vs.remoteVoice(name); remote {
+			return nil
+		}
 		return fmt.Errorf("%w %q: its files are gone from %s", ErrUnknownVoice, name, vs.dir)
 	}
 	_, release, err := vs.sessions.Get(ctx, name)

@@ -27,6 +27,41 @@ import (
 type remoteRenderer struct {
 	mu     sync.Mutex
 	client *render.Client
+	// changed is called when the render nodes' catalogs change (the
+	// daemon's ReloadVoices: the voice list takes in their voices).
+	changed func()
+}
+
+// onChange sets what is called when the render nodes' catalogs change.
+func (r *remoteRenderer) onChange(f func()) {
+	r.mu.Lock()
+	r.changed = f
+	r.mu.Unlock()
+}
+
+func (r *remoteRenderer) nodesChanged() {
+	r.mu.Lock()
+	f := r.changed
+	r.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// voices implements engine.Options.RemoteVoices: the render nodes'
+// catalogs.
+func (r *remoteRenderer) voices() []engine.RemoteVoice {
+	r.mu.Lock()
+	c := r.client
+	r.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	var out []engine.RemoteVoice
+	for _, v := range c.Catalog() {
+		out = append(out, engine.RemoteVoice{Name: v.Name, Language: v.Language, SampleRate: v.SampleRate, Speakers: v.Speakers})
+	}
+	return out
 }
 
 var errNotConnected = errors.New("render: not connected to the broker yet")
@@ -45,7 +80,10 @@ func (r *remoteRenderer) Render(ctx context.Context, q engine.RemoteRequest) ([]
 	if c == nil {
 		return nil, errNotConnected
 	}
-	req := render.Request{Voice: q.Voice, Speaker: q.Speaker, Rate: q.Rate, Text: q.Text, Normalize: q.Normalized, Key: q.Key.String()}
+	req := render.Request{Voice: q.Voice, Speaker: q.Speaker, Rate: q.Rate, Text: q.Text, Normalize: q.Normalized}
+	if q.Key != (cache.PhraseKey{}) {
+		req.Key = q.Key.String() // none for a voice this node has no files of
+	}
 	var a render.Answer
 	var err error
 	if q.Node != "" {
@@ -161,7 +199,8 @@ func startGroupRender(ctx context.Context, cfg config.Config, client *mqtt.Clien
 func startRenderMode(ctx context.Context, cfg config.Config, broker string, client *mqtt.Client, voices *engine.Engine, remote *remoteRenderer, log *slog.Logger) (stop func(), err error) {
 	switch cfg.Render.Mode {
 	case config.RenderRemote:
-		c, err := render.NewClient(client.RenderTransport(), cfg.Node, &render.ClientOptions{Timeout: cfg.Render.Timeout, Logger: log})
+		c, err := render.NewClient(client.RenderTransport(), cfg.Node, &render.ClientOptions{Timeout: cfg.Render.Timeout, Logger: log,
+			OnNodes: remote.nodesChanged})
 		if err != nil {
 			return nil, fmt.Errorf("render: %w", err)
 		}

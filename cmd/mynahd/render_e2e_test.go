@@ -5,7 +5,9 @@ package main
 // through a real Mosquitto ($share/mynah-render/mynah/render/req).
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,15 +35,23 @@ func TestRenderNodesServeRemotes(t *testing.T) {
 	bin := buildMynahd(t)
 	broker := mqtttest.StartMosquitto(t)
 	voices := fleetVoices(t)
+	// The render nodes have a voice the remotes lack.
+	serveVoices := fleetVoices(t)
+	if err := os.Mkdir(filepath.Join(serveVoices, onlyThere), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := demo.Write(filepath.Join(serveVoices, onlyThere), nil); err != nil {
+		t.Fatal(err)
+	}
 	f := &fleet{events: map[string]*eventLog{}, runs: map[string]*killRun{}, device: "wav"}
 	serves := mqtttest.Subscribe(t, broker.URL(), render.NodePrefix+"+/"+render.NodeVoices)
 	serveDirs := map[string]string{}
 	for _, node := range []string{"s0", "s1"} {
-		serveDirs[node] = f.start(t, bin, broker.URL(), node, voices, "render:\n  mode: serve\n")
+		serveDirs[node] = f.start(t, bin, broker.URL(), node, serveVoices, "render:\n  mode: serve\n")
 	}
 	for range serveDirs {
-		if m := <-serves; !strings.Contains(string(m.Payload), demo.Name) {
-			t.Fatalf("%s: catalog %s lacks the demo voice", m.Topic, m.Payload)
+		if m := <-serves; !strings.Contains(string(m.Payload), demo.Name) || !strings.Contains(string(m.Payload), onlyThere) {
+			t.Fatalf("%s: catalog %s lacks the demo voice or %s", m.Topic, m.Payload, onlyThere)
 		}
 	}
 	var remotes []string
@@ -49,6 +59,10 @@ func TestRenderNodesServeRemotes(t *testing.T) {
 		node := fmt.Sprintf("r%d", i)
 		remotes = append(remotes, node)
 		f.start(t, bin, broker.URL(), node, voices, "render:\n  mode: remote\n  timeout: 500ms\n")
+	}
+	// Each remote offers the render nodes' voice it has no files of.
+	for _, node := range remotes {
+		waitStateVoice(t, broker.URL(), node, onlyThere)
 	}
 	// Request n of a phase is ten distinct sentences (numbers the front
 	// end reads as words).
@@ -107,6 +121,18 @@ func TestRenderNodesServeRemotes(t *testing.T) {
 
 	// 140 sentences with both render nodes up.
 	expect(answered(send("a", 0, 14)), "rendered by a serve node", rendered)
+	// And in the voice only they have.
+	sayVoice := func(phase, text string) map[string][]string {
+		ids := map[string][]string{}
+		for _, node := range remotes {
+			id := phase + "-" + node
+			ids[node] = []string{id}
+			mqtttest.Publish(t, broker.URL(), "mynah/"+node+"/say", fmt.Appendf(nil, `{"id":%q,"voice":%q,"text":%q}`, id, onlyThere, text), false)
+		}
+		return ids
+	}
+	twoRendered := func(e daemon.Event) bool { return e.Rendered != nil && *e.Rendered == 2 }
+	expect(answered(sayVoice("v", "The post has come. It is on the table.")), "rendered in the voice only the render nodes have", twoRendered)
 
 	// 60 more; s0 SIGKILLed once the remotes are speaking them: its will
 	// takes it out of the remotes' rankings, the requests it had are
@@ -121,6 +147,19 @@ func TestRenderNodesServeRemotes(t *testing.T) {
 	f.runs["s1"].cmd.Process.Signal(syscall.SIGKILL)
 	f.runs["s1"].cmd.Wait()
 	expect(answered(send("c", 20, 21)), "synthesized here", here)
+	// The render nodes' voice cannot be synthesized here: it fails with
+	// reason render (still offered: their catalogs stay retained).
+	gone := sayVoice("w", "Nobody can say this here.")
+	for _, node := range remotes {
+		l := f.events[node]
+		l.waitAnswered(t, gone[node], 2*wait)
+		l.checkExactlyOnce(t, gone[node])
+		for _, e := range l.snapshot() {
+			if e.ID == gone[node][0] && terminal(e) && (e.State != daemon.EventFailed || e.Reason != "render") {
+				t.Errorf("%s: %s %s (%s), want failed render", e.ID, e.State, e.Reason, e.Error)
+			}
+		}
+	}
 
 	// How often the fleet synthesized the 200 sentences the render nodes
 	// made: their phrase caches, read once they are gone. Only a sentence
@@ -136,12 +175,33 @@ func TestRenderNodesServeRemotes(t *testing.T) {
 		total += syntheses[node]
 		s.Close()
 	}
-	const distinct = 200
+	const distinct = 200 + 2 // and the two sentences of the render nodes' own voice
 	t.Logf("%d distinct sentences for %d remotes (%d plays): %d syntheses on the render nodes %v (once each would be %d)",
 		distinct, len(remotes), distinct*len(remotes), total, syntheses, distinct)
 	if total < distinct || total > distinct+len(remotes) {
 		t.Errorf("%d syntheses on the render nodes for %d sentences: want %d, and at most %d more for the sentences s0 had in hand when it was killed",
 			total, distinct, distinct, len(remotes))
+	}
+}
+
+// onlyThere is a voice only the render nodes of TestRenderNodesServeRemotes
+// have.
+const onlyThere = "hall-voice"
+
+// waitStateVoice waits until node's retained state offers voice.
+func waitStateVoice(t testing.TB, broker, node, voice string) {
+	t.Helper()
+	states := mqtttest.Subscribe(t, broker, "mynah/"+node+"/state")
+	for deadline := time.After(wait); ; {
+		select {
+		case m := <-states:
+			var st daemon.State
+			if json.Unmarshal(m.Payload, &st) == nil && slices.Contains(st.Voices, voice) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("%s never offered the voice %s", node, voice)
+		}
 	}
 }
 

@@ -167,6 +167,9 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 	if installer != nil {
 		installer.onInstalled(d.ReloadVoices)
 	}
+	// A remote node's voice list takes in the render nodes' voices.
+	remote.onChange(d.ReloadVoices)
+	remote.nodesChanged() // catalogs retained before the daemon was made
 	// The helpers below end with run, whatever ends it.
 	hctx, stopHelpers := context.WithCancel(ctx)
 	var helpers sync.WaitGroup

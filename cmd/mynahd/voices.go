@@ -49,11 +49,12 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, remote *
 	// A remote node asks the render nodes for every miss; a member of a
 	// group asks an announcement's leader (groupRenders).
 	var asks engine.Remote
+	var remoteVoices func() []engine.RemoteVoice
 	renderBy := false
 	switch {
 	case store == nil:
 	case cfg.Render.Mode == config.RenderRemote:
-		asks = remote
+		asks, remoteVoices = remote, remote.voices
 	case groupRenders(cfg):
 		asks, renderBy = remote, true
 	}
@@ -83,6 +84,7 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, remote *
 		OptimizeInBackground: true,
 		Remote:               asks,
 		RemoteRenderBy:       renderBy,
+		RemoteVoices:         remoteVoices,
 	})
 }
 

@@ -58,6 +58,10 @@ type ClientOptions struct {
 	// Logger receives refused answers and failed tries (debug); nil
 	// discards them.
 	Logger *slog.Logger
+	// OnNodes, if set, is called when a render node comes online or goes,
+	// or publishes a catalog (Catalog may have changed). It
+	// runs on the transport's goroutine: it returns quickly.
+	OnNodes func()
 	// Quiet: after a Fetch got no answer to any try while no render node
 	// was online, Fetch fails at once (ErrNoRenderer, counted Skipped)
 	// for this long, or until a node says it is online, so a speaker
@@ -102,6 +106,7 @@ type Client struct {
 	reply     string
 	timeout   time.Duration
 	quiet     time.Duration
+	onNodes   func()
 	maxRecord int
 	log       *slog.Logger
 	idPrefix  string
@@ -157,6 +162,7 @@ func NewClient(t Transport, node string, opts *ClientOptions) (*Client, error) {
 		reply:     reply,
 		timeout:   o.Timeout,
 		quiet:     o.Quiet,
+		onNodes:   o.OnNodes,
 		maxRecord: o.MaxRecordBytes,
 		log:       o.Logger.With(logKeyReply, reply),
 		idPrefix:  hex.EncodeToString(b),
@@ -482,9 +488,10 @@ func (c *Client) node(topic string, payload []byte) {
 		return
 	}
 	var voices map[string]bool
+	var cat Catalog
 	if leaf == NodeVoices && len(payload) > 0 {
-		cat, err := DecodeCatalog(payload)
-		if err != nil {
+		var err error
+		if cat, err = DecodeCatalog(payload); err != nil {
 			c.log.Debug("render node catalog ignored", "node", name, logKeyErr, err)
 			return
 		}
@@ -493,29 +500,63 @@ func (c *Client) node(topic string, payload []byte) {
 			voices[v.Name] = true
 		}
 	}
+	if c.changed(name, leaf, payload, voices, cat.Voices) && c.onNodes != nil {
+		c.onNodes()
+	}
+}
+
+// changed applies a node's status or catalog and reports whether the
+// live nodes or their catalogs changed.
+func (c *Client) changed(name, leaf string, payload []byte, voices map[string]bool, catalog []CatalogVoice) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := c.nodes[name]
 	if n == nil {
 		if len(payload) == 0 || len(c.nodes) >= MaxNodes {
-			return
+			return false
 		}
 		n = &nodeState{}
 		c.nodes[name] = n
 	}
+	was := n.online
 	switch leaf {
 	case NodeStatus:
 		if len(payload) == 0 {
 			delete(c.nodes, name)
-			return
+			return true
 		}
 		n.online = string(payload) == StatusOnline
 		if n.online {
 			c.unanswered = time.Time{}
 		}
-	case NodeVoices:
-		n.voices = voices
+		return n.online != was
+	default: // NodeVoices
+		n.voices, n.catalog = voices, catalog
+		return true
 	}
+}
+
+// Catalog returns the voices the render nodes publish, each once (as the
+// first node by name describes it), sorted by name. A node that is
+// offline still counts (its catalog stays retained): its voices are the
+// fleet's, asked for and failing with ErrNoRenderer while no node is up,
+// rather than vanishing from a speaker's voice list at every restart. A
+// node is forgotten when its status is cleared.
+func (c *Client) Catalog() []CatalogVoice {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := make(map[string]bool)
+	var out []CatalogVoice
+	for _, name := range slices.Sorted(maps.Keys(c.nodes)) {
+		for _, v := range c.nodes[name].catalog {
+			if !seen[v.Name] {
+				seen[v.Name] = true
+				out = append(out, v)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b CatalogVoice) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // handle takes one answer message, or a render node's status or catalog.

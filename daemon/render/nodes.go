@@ -153,6 +153,8 @@ type nodeState struct {
 	// voices is the catalog's voice names; nil until one came (the node
 	// is then asked for any voice).
 	voices map[string]bool
+	// catalog is the catalog itself, for Client.Catalog.
+	catalog []CatalogVoice
 }
 
 // Owners ranks nodes for one sentence by rendezvous (highest random

@@ -407,3 +407,38 @@ func TestFetchFromOneNode(t *testing.T) {
 		t.Errorf("NodeOnly without a Node = %v, want ErrInvalidOptions", err)
 	}
 }
+
+func TestClientCatalog(t *testing.T) {
+	b := newFakeBroker(t)
+	var mu sync.Mutex
+	calls := 0
+	c, err := NewClient(b.conn("kitchen"), "kitchen", &ClientOptions{OnNodes: func() { mu.Lock(); calls++; mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := b.conn("announcer")
+	announce(t, pub, "s1", StatusOnline, []string{"lessac", "demo"})
+	announce(t, pub, "s0", StatusOnline, []string{"demo"})
+	names := func() []string {
+		var out []string
+		for _, v := range c.Catalog() {
+			out = append(out, v.Name)
+		}
+		return out
+	}
+	eventually(t, "both catalogs", func() bool { return slices.Equal(names(), []string{"demo", "lessac"}) })
+	// Offline, a node's voices stay the fleet's (asked for, failing
+	// render), until its status is cleared.
+	announce(t, pub, "s1", "offline", nil)
+	eventually(t, "s1 offline", func() bool { return len(c.Nodes()) == 1 })
+	if got := names(); !slices.Equal(got, []string{"demo", "lessac"}) {
+		t.Errorf("catalog with s1 offline: %v", got)
+	}
+	announce(t, pub, "s1", "", nil)
+	eventually(t, "s1 forgotten", func() bool { return slices.Equal(names(), []string{"demo"}) })
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 6 {
+		t.Errorf("OnNodes called %d times for 2 nodes online, 2 catalogs, 1 offline, 1 forgotten: want 6", calls)
+	}
+}
