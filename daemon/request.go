@@ -191,6 +191,9 @@ const (
 	ReasonBusy           = "busy"            // too many enrollments waiting
 	ReasonBadPlayAt      = "bad_play_at"     // play_at not a number of Unix milliseconds, or over MaxPlayAhead ahead
 	ReasonLate           = "late"            // could not start within Options.MaxLate of its play_at
+	// ReasonRender: a voice only the render nodes have (render.mode
+	// remote), and none gave the sentence.
+	ReasonRender = "render"
 	// ReasonVoiceDownloading: the voice is a catalog voice being installed
 	// on demand (Options.Installer) and was not there within
 	// Options.DownloadTimeout; the install goes on, and a request after it

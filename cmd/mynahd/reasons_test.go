@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mynah-tts/mynah/audio/engine"
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/daemon"
+	"github.com/mynah-tts/mynah/daemon/render"
 )
 
 // The engine's errors carry the daemon's event reasons themselves
@@ -20,6 +22,8 @@ func TestEngineErrorsCarryEventReasons(t *testing.T) {
 		{voice.ErrReenroll, daemon.ReasonReenroll},
 		{daemon.ErrUnknownVoice, daemon.ReasonUnknownVoice},
 		{daemon.ErrNothingToSay, daemon.ReasonEmpty},
+		{engine.ErrRemoteOnly, daemon.ReasonRender},
+		{fmt.Errorf("%w: %w", engine.ErrRemoteOnly, render.ErrNoRenderer), daemon.ReasonRender},
 		{voice.ErrTooManyFrames, daemon.ReasonSynthesis}, // no reason of its own
 	} {
 		wrapped := fmt.Errorf("speak: sentence 2: %w", tc.err)
