@@ -7,10 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
-pkgs=(./...)
-[ $# -gt 0 ] && pkgs=("$@")
+# Flags after -- come after the defaults, so they win (-bench to pick
+# benchmarks, -benchtime 10x for a fixed count).
+pkgs=() flags=()
+while [ $# -gt 0 ] && [ "$1" != -- ]; do pkgs+=("$1"); shift; done
+[ $# -gt 0 ] && shift && flags=("$@")
+[ ${#pkgs[@]} -eq 0 ] && pkgs=(./...)
 mkdir -p var
-"$GO" test -run='^$' -bench=. -benchmem -benchtime="${BENCHTIME:-1s}" "${pkgs[@]}" | tee var/bench.txt >&2
+"$GO" test -run='^$' -bench=. -benchmem -benchtime="${BENCHTIME:-1s}" "${pkgs[@]}" ${flags[@]+"${flags[@]}"} | tee var/bench.txt >&2
 echo
 echo "| package | benchmark | results |"
 echo "|---|---|---|"
