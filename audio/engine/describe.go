@@ -48,14 +48,22 @@ func (vs *Engine) Describe() []VoiceInfo {
 	var out []VoiceInfo
 	for _, name := range slices.Sorted(maps.Keys(paths)) {
 		p := paths[name]
-		info, err := describe(name, p, shared)
+		info, err := vs.infos.get(p.path+"\x00"+p.kind, func() (VoiceInfo, []string, error) {
+			info, err := describe(name, p, nil)
+			return info, kindFiles(p.path), err
+		})
+		info.Name = name
+		info.Languages, info.Speakers = slices.Clone(info.Languages), slices.Clone(info.Speakers)
+		if p.kind == kindPipeline {
+			info.Speakers = slices.Clone(shared)
+		}
 		if err != nil {
 			vs.log.Debug("voice not described", "voice", name, "err", err)
 			continue
 		}
 		out = append(out, info)
 	}
-	for _, name := range vs.Voices() {
+	for _, name := range vs.remoteVoiceNames() {
 		if _, installed := paths[name]; installed {
 			continue
 		}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,9 +9,11 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/text"
@@ -49,6 +52,9 @@ type Engine struct {
 	remoteRenderBy bool
 	remoteVoices   func() []RemoteVoice // Options.RemoteVoices
 	flights        flights              // syntheses in progress, by phrase key
+	slots          *scheduler           // synthesis slots (Options.MaxParallel)
+	kinds          fileMemo[string]     // voiceKind by path (memo.go)
+	infos          fileMemo[VoiceInfo]  // describe by path and kind
 	// sessions keeps loaded voices warm (LRU bounded as Sessions says,
 	// the default voice and Sessions.Pinned pinned, idle ones closed
 	// under memory pressure); concurrent first uses load a voice once.
@@ -147,6 +153,10 @@ type Options struct {
 	// there (or fetched from the phrase cache), a satellite without voice
 	// files. It is called on every Voices and Speak.
 	RemoteVoices func() []RemoteVoice
+	// MaxParallel bounds the sentences synthesized at once, over every
+	// caller (schedule.go): 0 is one per CPU. Phrase-cache hits and
+	// rendered sentences take no slot.
+	MaxParallel int
 }
 
 // SessionOptions bound the voices kept loaded (mynahd's voices.sessions).
@@ -183,7 +193,8 @@ func Open(o *Options) (*Engine, error) {
 	}
 	vs := &Engine{rt: o.Runtime, dir: o.Dir, def: o.Default, opts: opts, log: log, now: o.Now, store: o.Store,
 		precision: o.Precision, precisions: o.Precisions, provider: o.Provider, cpu: o.CPU,
-		noNormalize: o.NoNormalize, emoji: o.Emoji, remote: o.Remote, remoteRenderBy: o.RemoteRenderBy, remoteVoices: o.RemoteVoices}
+		noNormalize: o.NoNormalize, emoji: o.Emoji, remote: o.Remote, remoteRenderBy: o.RemoteRenderBy, remoteVoices: o.RemoteVoices,
+		slots: newScheduler(cmp.Or(max(o.MaxParallel, 0), runtime.NumCPU()))}
 	if vs.now == nil {
 		vs.now = time.Now
 	}
@@ -308,7 +319,11 @@ func (vs *Engine) scan() (map[string]voicePath, error) {
 		path := filepath.Join(vs.dir, e.Name())
 		switch {
 		case e.IsDir():
-			if kind, err := voiceKind(path); err == nil {
+			kind, err := vs.kinds.get(path, func() (string, []string, error) {
+				kind, err := voiceKind(path)
+				return kind, kindFiles(path), err
+			})
+			if err == nil {
 				out[e.Name()] = voicePath{path, kind}
 			}
 		case strings.HasSuffix(e.Name(), ".onnx"):
@@ -429,7 +444,7 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 		if i == 0 && ask != nil && ask.Node != "" && !s.RenderUntil.IsZero() {
 			sctx, cancel = context.WithDeadline(ctx, s.RenderUntil)
 		}
-		m, err := vs.sentence(ctx, sctx, p, sentence, norm, useCache, ask)
+		m, err := vs.sentence(ctx, sctx, p, sentence, norm, useCache, ask, i == 0)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("sentence %d: %w", i+1, err)
@@ -519,7 +534,7 @@ func (vs *Engine) PinPhrases(ctx context.Context, texts []string) error {
 			return fmt.Errorf("pinned phrase %q: %w", phrase, err)
 		}
 		for _, sentence := range sentences {
-			m, err := vs.sentence(ctx, ctx, p, sentence, norm, true, nil)
+			m, err := vs.sentence(ctx, ctx, p, sentence, norm, true, nil, false)
 			if err != nil {
 				return fmt.Errorf("pinned phrase %q: %w", sentence, err)
 			}
@@ -575,7 +590,7 @@ type made struct {
 // cache when useCache and it is there, else from a render node when ask
 // is set (Options.Remote), asked within askCtx, else synthesized. Speak
 // and PinPhrases share it.
-func (vs *Engine) sentence(ctx, askCtx context.Context, p plan, sentence, norm string, useCache bool, ask *RemoteRequest) (made, error) {
+func (vs *Engine) sentence(ctx, askCtx context.Context, p plan, sentence, norm string, useCache bool, ask *RemoteRequest, first bool) (made, error) {
 	var m made
 	if useCache {
 		m.key = phraseKey(p, sentence, norm)
@@ -594,15 +609,26 @@ func (vs *Engine) sentence(ctx, askCtx context.Context, p plan, sentence, norm s
 	}
 	var err error
 	if !useCache {
-		m.pcm, m.unknown, err = p.synthesize(ctx, sentence)
+		m.pcm, m.unknown, err = vs.synthesize(ctx, p, sentence, first)
 		return m, err
 	}
-	m.pcm, m.unknown, m.flight, err = vs.synthesizeOnce(ctx, p, m.key, sentence)
+	m.pcm, m.unknown, m.flight, err = vs.synthesizeOnce(ctx, p, m.key, sentence, first)
 	if err != nil && m.flight != nil {
 		vs.flights.leave(m.key, m.flight)
 		m.flight = nil
 	}
 	return m, err
+}
+
+// synthesize synthesizes one sentence under plan p holding a synthesis
+// slot (schedule.go); first says it is its request's first.
+func (vs *Engine) synthesize(ctx context.Context, p plan, sentence string, first bool) (audio.PCM, int, error) {
+	release, err := vs.slots.acquire(ctx, first, utf8.RuneCountInString(sentence))
+	if err != nil {
+		return audio.PCM{}, 0, err
+	}
+	defer release()
+	return p.synthesize(ctx, sentence)
 }
 
 // cached returns a sentence's audio from the phrase cache. A damaged record

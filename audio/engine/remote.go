@@ -110,7 +110,7 @@ func (vs *Engine) RenderPhrase(ctx context.Context, r RemoteRequest) (cache.Phra
 			}
 		}
 	}
-	pcm, _, f, err := vs.synthesizeOnce(ctx, p, key, r.Text)
+	pcm, _, f, err := vs.synthesizeOnce(ctx, p, key, r.Text, true) // another node waits for it
 	if f != nil {
 		if err == nil && vs.store != nil {
 			vs.keep(key, name, pcm)
@@ -150,11 +150,11 @@ type flight struct {
 // of key in progress (or made and not yet stored). When this call
 // synthesized, it returns its flight: the caller ends it with
 // vs.flights.leave once the audio is stored (or is not to be).
-func (vs *Engine) synthesizeOnce(ctx context.Context, p plan, key cache.PhraseKey, sentence string) (audio.PCM, int, *flight, error) {
+func (vs *Engine) synthesizeOnce(ctx context.Context, p plan, key cache.PhraseKey, sentence string, first bool) (audio.PCM, int, *flight, error) {
 	for {
 		f, mine := vs.flights.join(key)
 		if mine {
-			f.pcm, f.unknown, f.err = p.synthesize(ctx, sentence)
+			f.pcm, f.unknown, f.err = vs.synthesize(ctx, p, sentence, first)
 			close(f.done)
 			return f.pcm, f.unknown, f, f.err
 		}

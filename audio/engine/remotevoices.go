@@ -53,6 +53,19 @@ func (vs *Engine) remoteVoice(name string) (RemoteVoice, bool) {
 	return RemoteVoice{}, false
 }
 
+// remoteVoiceNames lists the render nodes' voices this node may speak
+// (none unless it asks render nodes for every miss).
+func (vs *Engine) remoteVoiceNames() []string {
+	if vs.remoteVoices == nil || vs.remote == nil || vs.remoteRenderBy || vs.store == nil {
+		return nil
+	}
+	var out []string
+	for _, v := range vs.remoteVoices() {
+		out = append(out, v.Name)
+	}
+	return out
+}
+
 // speakRemote says s with a voice only the render nodes have: the text
 // is read and split here by the catalog's language, each sentence comes
 // from this node's phrase cache or a render node, and a sentence neither

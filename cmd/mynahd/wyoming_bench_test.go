@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -55,6 +56,12 @@ func benchWyoming(b *testing.B, cached bool) {
 		cfg.Cache.File = filepath.Join(cfg.Voices.Dir, "cache.db")
 	}
 	cfg.Log.Level = "warn"
+	if n, err := strconv.Atoi(os.Getenv("MYNAH_BENCH_THREADS")); err == nil {
+		cfg.ONNX.Threads = n
+	}
+	if n, err := strconv.Atoi(os.Getenv("MYNAH_BENCH_PARALLEL")); err == nil {
+		cfg.Wyoming.MaxParallel = n
+	}
 	cfg.Wyoming.Listen = freeAddr(b)
 	// The default (8) would refuse two of the ten; and a connection the
 	// client has just closed counts until the server reads its EOF, so

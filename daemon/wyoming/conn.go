@@ -241,6 +241,9 @@ func (cn *conn) release() {
 
 // takeSlot waits for a MaxParallel slot; giveSlot gives it back.
 func (cn *conn) takeSlot(ctx context.Context) error {
+	if cap(cn.s.speak) == 0 { // NoParallelLimit: the engine schedules
+		return nil
+	}
 	select {
 	case cn.s.speak <- struct{}{}:
 		cn.slot = true

@@ -98,6 +98,9 @@ type Options struct {
 	// MaxParallel bounds the Speak calls synthesizing at once over all
 	// connections (0: runtime.NumCPU()). The others wait their turn; one
 	// whose client is slow to read gives its turn back meanwhile.
+	// NoParallelLimit (negative) leaves it to the Engine, which bounds
+	// its own syntheses (mynahd's engine does, by sentence, and answers
+	// cached phrases without a turn).
 	MaxParallel int
 	// ReadTimeout is how long a stream may take to send its next complete
 	// event (0: DefaultReadTimeout): between streamed chunks Home
@@ -161,7 +164,6 @@ func New(opts *Options) (*Server, error) {
 		{"MaxConnections", int64(o.MaxConnections)},
 		{"MaxIdle", int64(o.MaxIdle)},
 		{"IdleTimeout", int64(o.IdleTimeout)},
-		{"MaxParallel", int64(o.MaxParallel)},
 		{"ReadTimeout", int64(o.ReadTimeout)},
 		{"WriteTimeout", int64(o.WriteTimeout)},
 		{"SendBuffer", int64(o.SendBuffer)},
@@ -187,7 +189,10 @@ func New(opts *Options) (*Server, error) {
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
-	if o.MaxParallel == 0 {
+	switch {
+	case o.MaxParallel < 0 && o.MaxParallel != NoParallelLimit:
+		return nil, fmt.Errorf("%w: MaxParallel %d is negative (NoParallelLimit is %d)", ErrInvalidOptions, o.MaxParallel, NoParallelLimit)
+	case o.MaxParallel == 0:
 		o.MaxParallel = runtime.NumCPU()
 	}
 	if o.SendBuffer == 0 {
@@ -216,9 +221,13 @@ func New(opts *Options) (*Server, error) {
 		o:     o,
 		log:   log.With(logKeyComponent, "wyoming"),
 		conns: make(chan struct{}, o.MaxConnections),
-		speak: make(chan struct{}, o.MaxParallel),
+		speak: make(chan struct{}, max(o.MaxParallel, 0)),
 	}, nil
 }
+
+// NoParallelLimit is Options.MaxParallel for an Engine that bounds its
+// own syntheses.
+const NoParallelLimit = -1
 
 // Log attribute keys.
 const (

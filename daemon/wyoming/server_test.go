@@ -67,7 +67,7 @@ func TestNewOptions(t *testing.T) {
 	}
 	for _, o := range []Options{
 		{Engine: eng, MaxConnections: -1},
-		{Engine: eng, MaxParallel: -1},
+		{Engine: eng, MaxParallel: -2},
 		{Engine: eng, ReadTimeout: -time.Second},
 		{Engine: eng, MaxTextRunes: -1},
 		{Engine: eng, Listen: "no-port"},
@@ -293,7 +293,19 @@ func TestNothingToSayIsEmptyAudio(t *testing.T) {
 
 // streamEngine speaks every call as one sentence: 10 ms at rates[i]
 // (the last rate repeats), value i+1, after telling spoke.
+// Ten clients at once: MaxParallel 2 keeps their Speak calls to two at a
+// time; NoParallelLimit lets all ten in (the engine schedules).
 func TestConcurrentClients(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		parallel int
+		wantPeak int32
+	}{{"max_parallel=2", 2, 2}, {"no_limit", NoParallelLimit, 10}} {
+		t.Run(tc.name, func(t *testing.T) { concurrentClients(t, tc.parallel, tc.wantPeak) })
+	}
+}
+
+func concurrentClients(t *testing.T, parallel int, wantPeak int32) {
 	var running, peak atomic.Int32
 	release := make(chan struct{})
 	eng := &fakeEngine{
@@ -314,7 +326,7 @@ func TestConcurrentClients(t *testing.T) {
 		},
 	}
 	const clients = 10
-	s, addr := newServer(t, Options{Engine: eng, MaxConnections: clients, MaxParallel: 2})
+	s, addr := newServer(t, Options{Engine: eng, MaxConnections: clients, MaxParallel: parallel})
 	wait := atOnce(t, clients, func(i int) error {
 		i++ // clients 1 to 10: their samples say who they are
 		c, err := net.Dial("tcp", addr)
@@ -354,8 +366,8 @@ func TestConcurrentClients(t *testing.T) {
 	}
 	close(release)
 	wait()
-	if p := peak.Load(); p > 2 || p < 1 {
-		t.Errorf("peak parallel Speak calls %d, want at most MaxParallel 2", p)
+	if p := peak.Load(); p != wantPeak {
+		t.Errorf("peak parallel Speak calls %d, want %d (MaxParallel %d)", p, wantPeak, parallel)
 	}
 	if st := s.Stats(); st.Requests != clients || st.Connections != clients || st.Rejected != 0 {
 		t.Errorf("stats %+v", st)

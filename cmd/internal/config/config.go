@@ -191,8 +191,11 @@ type Wyoming struct {
 	// (default 16); more are refused with an error event (busy).
 	// Connections between requests do not count (see daemon/wyoming).
 	MaxConnections int `yaml:"max_connections"`
-	// MaxParallel bounds the requests synthesized at once; others wait
-	// their turn. 0 (default) is one per core, at most 64.
+	// MaxParallel bounds the sentences synthesized at once on this node,
+	// for Wyoming, MQTT and render requests alike; others wait their
+	// turn, a request's first sentence before later ones and the
+	// shortest first, and phrase-cache hits need no turn. 0 (default)
+	// is one per core, at most 64.
 	MaxParallel int `yaml:"max_parallel"`
 	// Zeroconf announces the server on the local network (mDNS,
 	// _wyoming._tcp) so Home Assistant offers to add it. Default true; a
