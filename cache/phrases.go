@@ -117,10 +117,19 @@ func NormalizeSentence(s string) string {
 // last-use time reaches the file at the next flush, so a hit costs one
 // read transaction and no write.
 func (s *Store) GetPhrase(key PhraseKey) ([]byte, bool, error) {
+	data, _, ok, err := s.GetPhraseStamp(key)
+	return data, ok, err
+}
+
+// GetPhraseStamp is GetPhrase, and the stamp of the record it read: a
+// number no other record under any key has had or will have in this
+// Store. A caller that keeps a phrase's audio decoded in memory checks
+// with PhraseStamp that the record it came from is still the one there.
+func (s *Store) GetPhraseStamp(key PhraseKey) ([]byte, uint64, bool, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, false, ErrClosed
+		return nil, 0, false, ErrClosed
 	}
 	e := s.st.phrases[key]
 	now := s.opts.Now().UnixNano()
@@ -132,9 +141,9 @@ func (s *Store) GetPhrase(key PhraseKey) ([]byte, bool, error) {
 		if expired {
 			s.submitAsync(&writeOp{apply: func(tx *bolt.Tx) error { return s.expireLocked(tx, key) }})
 		}
-		return nil, false, nil
+		return nil, 0, false, nil
 	}
-	size := e.rec.size
+	size, stamp := e.rec.size, e.stamp
 	if !s.readOnly {
 		e.rec.lastUse = now
 		s.st.lru.MoveToFront(e.elem)
@@ -161,9 +170,35 @@ func (s *Store) GetPhrase(key PhraseKey) ([]byte, bool, error) {
 	s.countDirty = true
 	s.mu.Unlock()
 	if err != nil {
-		return nil, false, fmt.Errorf("get phrase: %w", err)
+		return nil, 0, false, fmt.Errorf("get phrase: %w", err)
 	}
-	return out, out != nil, nil
+	return out, stamp, out != nil, nil
+}
+
+// PhraseStamp is a GetPhrase that reads no value: for a phrase in the
+// cache (a hit, counted, and moved to the front of the LRU as GetPhrase
+// does) it returns the stamp of its record (GetPhraseStamp). A miss is
+// (0, false), counted as one.
+func (s *Store) PhraseStamp(key PhraseKey) (uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, false
+	}
+	e := s.st.phrases[key]
+	now := s.opts.Now().UnixNano()
+	s.countDirty = true
+	if e == nil || s.expiredLocked(e, now) {
+		s.count.misses++
+		return 0, false
+	}
+	s.count.hits++
+	if !s.readOnly {
+		e.rec.lastUse = now
+		s.st.lru.MoveToFront(e.elem)
+		s.dirty[key] = struct{}{}
+	}
+	return e.stamp, true
 }
 
 // PutPhrase stores value under key and returns once it is committed.

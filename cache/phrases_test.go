@@ -335,3 +335,44 @@ func diskFull(t *testing.T, s *Store) error {
 	mustHit(t, s, key("after"), filler(16<<10, 1))
 	return failure
 }
+
+// A stamp names one record: the same while it stands (a hit, counted),
+// another once it is replaced, none once it is deleted, evicted or
+// purged.
+func TestPhraseStamp(t *testing.T) {
+	s := openTemp(t, &Options{MaxBytes: 1000})
+	a, b := key("a"), key("b")
+	if _, ok := s.PhraseStamp(a); ok {
+		t.Fatal("a stamp for a phrase never put")
+	}
+	mustPut(t, s, a, "v", filler(300, 1))
+	data, stamp, ok, err := s.GetPhraseStamp(a)
+	if err != nil || !ok || len(data) != 300 {
+		t.Fatalf("GetPhraseStamp = %d bytes, %v, %v", len(data), ok, err)
+	}
+	before := s.Stats()
+	if got, ok := s.PhraseStamp(a); !ok || got != stamp {
+		t.Errorf("PhraseStamp = %d, %v; want %d", got, ok, stamp)
+	}
+	if st := s.Stats(); st.Hits != before.Hits+1 {
+		t.Errorf("PhraseStamp counted %d hits, want 1", st.Hits-before.Hits)
+	}
+	mustPut(t, s, b, "v", filler(300, 2))
+	if got, _ := s.PhraseStamp(b); got == stamp {
+		t.Error("two records share a stamp")
+	}
+	mustPut(t, s, a, "v", filler(300, 3)) // replaced, same size
+	if got, ok := s.PhraseStamp(a); !ok || got == stamp {
+		t.Errorf("a replaced record keeps its stamp %d", got)
+	}
+	if err := s.DeletePhrase(a); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.PhraseStamp(a); ok {
+		t.Error("a stamp for a deleted phrase")
+	}
+	mustPut(t, s, key("big"), "v", filler(800, 4)) // evicts b
+	if _, ok := s.PhraseStamp(b); ok {
+		t.Error("a stamp for an evicted phrase")
+	}
+}

@@ -195,6 +195,7 @@ type state struct {
 	pinned      int
 	spool       map[string][]byte        // id → spool key
 	speakers    map[string]*speakerEntry // SpeakerRef.key() → speaker
+	stamps      uint64                   // the last phraseEntry.stamp given
 }
 
 func newState() *state {
@@ -209,6 +210,9 @@ type phraseEntry struct {
 	key  PhraseKey
 	rec  indexRecord
 	elem *list.Element
+	// stamp tells this record from any other under its key: every entry
+	// added to a state gets a new one (PhraseStamp).
+	stamp uint64
 }
 
 // loadState reads the index, the spool keys and the speakers. Records that
@@ -312,6 +316,8 @@ func badRecordsError(bad []badRecord) error {
 
 // add accounts for a new entry (not yet in the LRU list).
 func (st *state) add(e *phraseEntry) {
+	st.stamps++
+	e.stamp = st.stamps
 	st.phrases[e.key] = e
 	st.bytes += e.rec.size
 	if e.rec.pinned {

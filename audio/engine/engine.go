@@ -55,6 +55,7 @@ type Engine struct {
 	slots          *scheduler           // synthesis slots (Options.MaxParallel)
 	kinds          fileMemo[string]     // voiceKind by path (memo.go)
 	infos          fileMemo[VoiceInfo]  // describe by path and kind
+	hot            *hotPhrases          // decoded audio of recent hits (Options.HotBytes)
 	// sessions keeps loaded voices warm (LRU bounded as Sessions says,
 	// the default voice and Sessions.Pinned pinned, idle ones closed
 	// under memory pressure); concurrent first uses load a voice once.
@@ -157,6 +158,10 @@ type Options struct {
 	// caller (schedule.go): 0 is one per CPU. Phrase-cache hits and
 	// rendered sentences take no slot.
 	MaxParallel int
+	// HotBytes bounds the decoded audio of the most recent phrase-cache
+	// hits kept in memory, so a phrase asked again is neither read nor
+	// decoded (0: DefaultHotBytes; negative: none).
+	HotBytes int64
 }
 
 // SessionOptions bound the voices kept loaded (mynahd's voices.sessions).
@@ -194,7 +199,7 @@ func Open(o *Options) (*Engine, error) {
 	vs := &Engine{rt: o.Runtime, dir: o.Dir, def: o.Default, opts: opts, log: log, now: o.Now, store: o.Store,
 		precision: o.Precision, precisions: o.Precisions, provider: o.Provider, cpu: o.CPU,
 		noNormalize: o.NoNormalize, emoji: o.Emoji, remote: o.Remote, remoteRenderBy: o.RemoteRenderBy, remoteVoices: o.RemoteVoices,
-		slots: newScheduler(cmp.Or(max(o.MaxParallel, 0), runtime.NumCPU()))}
+		slots: newScheduler(cmp.Or(max(o.MaxParallel, 0), runtime.NumCPU())), hot: newHotPhrases(cmp.Or(o.HotBytes, DefaultHotBytes))}
 	if vs.now == nil {
 		vs.now = time.Now
 	}
@@ -635,7 +640,10 @@ func (vs *Engine) synthesize(ctx context.Context, p plan, sentence string, first
 // is deleted and reported as a miss, so it is synthesized again; a broken
 // cache is a miss too: speech never waits on it.
 func (vs *Engine) cached(key cache.PhraseKey) (audio.PCM, bool) {
-	data, ok, err := vs.store.GetPhrase(key)
+	if pcm, ok, gone := vs.hot.get(key, vs.store); ok || gone {
+		return pcm, ok
+	}
+	data, stamp, ok, err := vs.store.GetPhraseStamp(key)
 	if err != nil {
 		vs.log.Warn("phrase cache read failed", "err", err)
 		return audio.PCM{}, false
@@ -651,6 +659,7 @@ func (vs *Engine) cached(key cache.PhraseKey) (audio.PCM, bool) {
 		}
 		return audio.PCM{}, false
 	}
+	vs.hot.put(key, stamp, pcm)
 	return pcm, true
 }
 
