@@ -154,7 +154,17 @@ func TestSayToWAV(t *testing.T) {
 // into it (see package audiotest).
 var alsaCapture string
 
-func TestMain(m *testing.M) { audiotest.Main(m, &alsaCapture) }
+// asMynahEnv set to 1 makes the test binary run as mynah itself (main):
+// a test that needs mynah in a process of its own (asMynah) starts it so.
+const asMynahEnv = "MYNAH_TEST_AS_MYNAH"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMynahEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	audiotest.Main(m, &alsaCapture)
+}
 
 // TestSayThroughPortAudio: what "mynah say" played through PortAudio is,
 // byte for byte, what it writes to a WAV file for the same request.

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/mynah-tts/mynah/audio/voice"
+	"github.com/mynah-tts/mynah/cmd/internal/memory"
 	"github.com/mynah-tts/mynah/quant"
 	"github.com/mynah-tts/mynah/quant/cpuclass"
 	"github.com/mynah-tts/mynah/quant/gate"
@@ -224,7 +225,7 @@ func runGate(in string, m *onnx.Model, original, candidate []byte, mode quant.Mo
 	if kind == "" {
 		kind = guessKind(m)
 	}
-	rt, err := ort.Open(nil)
+	rt, err := ort.Open(&ort.Options{Building: memory.SessionBuilding()})
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
+	"github.com/mynah-tts/mynah/cmd/internal/memory"
 	"github.com/mynah-tts/mynah/quant"
 	"github.com/mynah-tts/mynah/quant/cpuclass"
 	"github.com/mynah-tts/mynah/quant/gate"
@@ -506,7 +507,7 @@ func passNote(g bundle.GateRecord) string {
 }
 
 func withRuntime(f func(rt *ort.Runtime) (*gate.Verdict, error)) (*gate.Verdict, error) {
-	rt, err := ort.Open(nil)
+	rt, err := ort.Open(&ort.Options{Building: memory.SessionBuilding()})
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"github.com/mynah-tts/mynah/audio/voice"
 	"github.com/mynah-tts/mynah/cache"
+	"github.com/mynah-tts/mynah/cmd/internal/memory"
 )
 
 // isolateUserCache points the user's cache directory, where mynah say
@@ -276,5 +279,65 @@ func TestSayRefusesWhatMynahdRefuses(t *testing.T) {
 	// A NAME.onnx file is a voice too, named NAME.
 	if _, stderr, err := mynah(t, "say", "--voice", filepath.Join(filepath.Dir(twin), "twin.onnx"), "--out", out, "hi"); err != nil {
 		t.Errorf("--voice twin.onnx: %v\n%s", err, stderr)
+	}
+}
+
+// asMynah runs mynah with args in a process of its own (the test binary as
+// mynah, asMynahEnv) with the environment env added to the test's, less
+// the C allocator's variables: the tuning package memory makes as the
+// binary loads reads them before main.
+func asMynah(t *testing.T, env []string, args ...string) (stderr string, err error) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, args...)
+	for _, kv := range os.Environ() {
+		switch name, _, _ := strings.Cut(kv, "="); name {
+		case "MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES", "MYNAH_MALLOC_TUNE":
+		default:
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(append(cmd.Env, asMynahEnv+"=1"), env...)
+	var e bytes.Buffer
+	cmd.Stderr = &e
+	err = cmd.Run()
+	return e.String(), err
+}
+
+// TestSayTunesTheCAllocator: mynah say runs with mynahd's C allocator
+// settings (package memory: at most 2 arenas, a fixed 256 KiB mmap
+// threshold) and says so with -v; the C allocator's own variables win over
+// them, and MYNAH_MALLOC_TUNE=0 leaves glibc's defaults.
+func TestSayTunesTheCAllocator(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the C allocator is tuned on Linux (glibc) only")
+	}
+	dir := demoVoice(t, "piper", "mynah-demo")
+	cases := []struct {
+		env  []string
+		want string
+	}{
+		{nil, fmt.Sprintf("tuned=true arena_max=%d mmap_threshold=%d", memory.ArenaMax, memory.MMapThreshold)},
+		{[]string{"MALLOC_ARENA_MAX=4"}, fmt.Sprintf("tuned=true arena_max=0 mmap_threshold=%d", memory.MMapThreshold)},
+		{[]string{"MALLOC_MMAP_THRESHOLD_=1048576"}, fmt.Sprintf("tuned=true arena_max=%d mmap_threshold=0", memory.ArenaMax)},
+		{[]string{"MYNAH_MALLOC_TUNE=0"}, "tuned=false arena_max=0 mmap_threshold=0"},
+	}
+	for _, c := range cases {
+		out := filepath.Join(t.TempDir(), "say.wav")
+		stderr, err := asMynah(t, append([]string{"XDG_CACHE_HOME=" + t.TempDir()}, c.env...),
+			"say", "-v", "--no-cache", "--threads", "1", "--voice", dir, "--out", out, "The door is open.")
+		if err != nil {
+			t.Fatalf("%q say: %v\n%s", c.env, err, stderr)
+		}
+		want := `msg="c allocator" ` + c.want
+		if !strings.Contains(stderr, want) {
+			t.Errorf("%q: mynah say -v does not log %s:\n%s", c.env, want, stderr)
+		}
+		if _, err := os.Stat(out); err != nil {
+			t.Errorf("%q: %v", c.env, err)
+		}
 	}
 }

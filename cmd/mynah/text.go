@@ -13,6 +13,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/engine"
 	"github.com/mynah-tts/mynah/audio/text"
 	"github.com/mynah-tts/mynah/audio/voice"
+	"github.com/mynah-tts/mynah/cmd/internal/memory"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
@@ -61,7 +62,7 @@ func runText(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	rt, err := ort.Open(&ort.Options{LibraryPath: f.ortLib, Logger: log})
+	rt, err := ort.Open(&ort.Options{LibraryPath: f.ortLib, Logger: log, Building: memory.SessionBuilding()})
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice/bundle"
 	"github.com/mynah-tts/mynah/audio/voice/catalog"
 	"github.com/mynah-tts/mynah/cmd/internal/config"
+	"github.com/mynah-tts/mynah/cmd/internal/memory"
 	"github.com/mynah-tts/mynah/quant"
 	"github.com/mynah-tts/mynah/quant/cpuclass"
 	"github.com/mynah-tts/mynah/quant/ort"
@@ -238,7 +239,7 @@ func prepareVoice(configFile, dir, key, path string, stderr io.Writer) {
 	fmt.Fprintf(stderr, "preparing %s for this CPU in %s\n", what, dir)
 	start := time.Now()
 	err = func() error {
-		rt, err := ort.Open(&ort.Options{LibraryPath: cfg.ONNX.Library})
+		rt, err := ort.Open(&ort.Options{LibraryPath: cfg.ONNX.Library, Building: memory.SessionBuilding()})
 		if err != nil {
 			return err
 		}

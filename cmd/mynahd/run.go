@@ -16,6 +16,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/portaudio"
 	"github.com/mynah-tts/mynah/audio/text"
 	"github.com/mynah-tts/mynah/cmd/internal/config"
+	"github.com/mynah-tts/mynah/cmd/internal/memory"
 	"github.com/mynah-tts/mynah/cmd/internal/version"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt"
@@ -37,7 +38,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 	start := time.Now()
 	notify := systemd.NewNotifier(log)
 
-	rt, err := ort.Open(&ort.Options{LibraryPath: cfg.ONNX.Library, Logger: log.With("component", "ort"), Building: sessionBuilding()})
+	rt, err := ort.Open(&ort.Options{LibraryPath: cfg.ONNX.Library, Logger: log.With("component", "ort"), Building: memory.SessionBuilding()})
 	if err != nil {
 		return err
 	}
@@ -45,7 +46,7 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 
 	st := openStores(cfg, log)
 	defer st.Close()
-	logMallocTuning(log)
+	memory.LogTuning(log)
 	remote := &remoteRenderer{}
 	voices, err := openVoices(rt, cfg, st.cache, remote, notify, log)
 	if err != nil {

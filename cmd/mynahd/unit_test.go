@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mynah-tts/mynah/cmd/internal/config"
+	"github.com/mynah-tts/mynah/cmd/internal/memory"
 )
 
 const unitFile = "../../systemd/mynahd.service"
@@ -147,7 +148,7 @@ func TestUnitMemoryLimits(t *testing.T) {
 	if high < 2*soakPeakBudget {
 		t.Errorf("unit: MemoryHigh %d MiB leaves too little above the %d MiB peak budget", high>>20, soakPeakBudget>>20)
 	}
-	want := "MALLOC_ARENA_MAX=" + strconv.Itoa(mallocArenaMax)
+	want := "MALLOC_ARENA_MAX=" + strconv.Itoa(memory.ArenaMax)
 	if !slices.Contains(kv["Environment"], want) {
 		t.Errorf("unit: %s missing (have %q)", want, kv["Environment"])
 	}

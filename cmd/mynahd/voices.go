@@ -12,6 +12,7 @@ import (
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/cache"
 	"github.com/mynah-tts/mynah/cmd/internal/config"
+	"github.com/mynah-tts/mynah/cmd/internal/memory"
 	"github.com/mynah-tts/mynah/cmd/internal/version"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/wyoming"
@@ -45,7 +46,7 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, remote *
 		provider = ""
 	}
 	sc := cfg.Voices.Sessions
-	releaser := &memoryReleaser{store: store, log: log.With("component", "memory")}
+	releaser := &memory.Releaser{Store: store, Log: log.With("component", "memory")}
 	// A remote node asks the render nodes for every miss; a member of a
 	// group asks an announcement's leader (groupRenders).
 	var asks engine.Remote
@@ -75,7 +76,7 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, remote *
 		Precisions:    cfg.Voices.Precisions,
 		Provider:      provider,
 		Store:         store,
-		ReleaseMemory: releaser.release,
+		ReleaseMemory: releaser.Release,
 		Logger:        log.With("component", "voices"),
 		NoNormalize:   !cfg.Text.Normalize,
 		Emoji:         text.Emoji(cfg.Text.Emoji),

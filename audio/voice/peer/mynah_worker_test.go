@@ -133,10 +133,10 @@ type preparedLine struct {
 }
 
 // mynahdMalloc is the C allocator's tuning mynahd applies as it loads
-// (cmd/mynahd memory_cgo.go: at most 2 arenas, a fixed 256 KiB mmap
-// threshold, raised while a session is built), here as the environment
-// variables glibc reads itself; keep in step with mallocArenaMax and
-// mallocMMapThreshold there. As in
+// (cmd/internal/memory memory_cgo.go: at most 2 arenas, a fixed 256 KiB
+// mmap threshold, raised while a session is built), here as the
+// environment variables glibc reads itself; keep in step with ArenaMax and
+// MMapThreshold there. As in
 // mynahd, MYNAH_MALLOC_TUNE=0 or GLIBC_TUNABLES leaves glibc's defaults,
 // and a variable already set is kept.
 func mynahdMalloc(env []string) []string {

@@ -1,6 +1,6 @@
 //go:build cgo && linux
 
-package main
+package memory
 
 /*
 #include <stdlib.h>
@@ -16,7 +16,8 @@ static int mynah_malloc_tuned;
 // limit only holds for arenas not yet made. The C allocator's own
 // variables (MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, GLIBC_TUNABLES)
 // win over these defaults, and MYNAH_MALLOC_TUNE=0 leaves glibc's as
-// they are (for measuring). See memory.go for the numbers.
+// they are (for measuring). See memory.go for the numbers; any binary
+// that links this package runs it.
 __attribute__((constructor)) static void mynah_malloc_tune(void) {
 #ifdef __GLIBC__
 	const char *tune = getenv("MYNAH_MALLOC_TUNE");
@@ -40,15 +41,6 @@ static int mynah_malloc_tuning(void) { return mynah_malloc_tuned; }
 */
 import "C"
 
-// mallocTuning says which of mynah's C allocator settings are in effect
-// (the environment may have set its own).
-func mallocTuning() (arenaMax, mmapThreshold int, ok bool) {
-	t := int(C.mynah_malloc_tuning())
-	if t&1 != 0 {
-		arenaMax = mallocArenaMax
-	}
-	if t&2 != 0 {
-		mmapThreshold = mallocMMapThreshold
-	}
-	return arenaMax, mmapThreshold, t != 0
-}
+// cTuned is what mynah_malloc_tune set, a bit each (tunedArenaMax,
+// tunedMMapThreshold).
+func cTuned() int { return int(C.mynah_malloc_tuning()) }
