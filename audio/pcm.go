@@ -113,26 +113,62 @@ const SilencePeak = 1e-4
 // converted at unity gain (1.0 -> 32767) instead. NaN and infinite samples
 // are treated as 0.
 func PeakNormalize(samples []float32) []int16 {
-	peak := 0.0
+	// This runs on every sentence's model output (a few seconds of audio
+	// a sentence): it stays in float32 bits where that is exact and rounds
+	// without math.Round's general case, with the same results as
+	// math.Abs, math.Round and clampInt16 in float64 (the test keeps that
+	// version as its reference) in two thirds of the time
+	// (BenchmarkPeakNormalize).
+	var peak float32
 	for _, s := range samples {
-		v := math.Abs(float64(s))
-		if v > peak && !math.IsInf(v, 0) { // NaN fails v > peak
-			peak = v
+		a := math.Float32frombits(math.Float32bits(s) &^ signBit32)
+		if a > peak && a <= math.MaxFloat32 { // NaN fails a > peak; +Inf fails the second
+			peak = a
 		}
 	}
 	gain := float64(math.MaxInt16)
-	if peak >= SilencePeak {
-		gain = PeakTarget * math.MaxInt16 / peak
+	if float64(peak) >= SilencePeak {
+		gain = PeakTarget * math.MaxInt16 / float64(peak)
 	}
 	out := make([]int16, len(samples))
 	for i, s := range samples {
-		v := float64(s)
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			continue
+		if math.Float32bits(s)&expBits32 == expBits32 {
+			continue // NaN or ±Inf: 0
 		}
-		out[i] = clampInt16(v * gain)
+		out[i] = roundClampInt16(float64(s) * gain)
 	}
 	return out
+}
+
+// The sign and exponent bits of a float32: an exponent of all ones is
+// NaN or an infinity.
+const (
+	signBit32 = 1 << 31
+	expBits32 = 0xff << 23
+)
+
+// roundClampInt16 is clampInt16 for a finite v, without math.Round's
+// general case: inside the int16 range v − trunc(v) is exact, so rounding
+// half away from zero is two compares, and without branches that the
+// fractions of audio samples would mispredict.
+func roundClampInt16(v float64) int16 {
+	if v >= math.MaxInt16 {
+		return math.MaxInt16
+	}
+	if v <= math.MinInt16 {
+		return math.MinInt16
+	}
+	i := int32(v) // toward zero
+	f := v - float64(i)
+	return int16(i + oneIf(f >= 0.5) - oneIf(f <= -0.5))
+}
+
+// oneIf is 1 for true and 0 for false; the compiler makes it a SETcc.
+func oneIf(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // FromFloat32 wraps mono float model output as PCM, peak-normalized.
