@@ -184,6 +184,8 @@ type Piper struct {
 	log      *slog.Logger
 
 	warnOnce sync.Map // phoneme → struct{}: log each unknown phoneme once
+	// split keeps the phoneme ids SplitFor computed, for SynthesizeSentence.
+	splitIDs phonemeMemo
 	// ran: the model ran since the last ReleaseMemory, so its arena may
 	// hold memory to give back.
 	ran atomic.Bool
@@ -531,12 +533,60 @@ func (p *Piper) phonemeIDs(s string) ([]int64, map[string]int, error) {
 	return ids, unknown, nil
 }
 
+// phonemeMemoSize is how many sentences' ids a voice keeps between
+// SplitFor and SynthesizeSentence: a request's first sentences, or all
+// of a short one (the common announcement is one to three sentences).
+const phonemeMemoSize = 16
+
+// phonemeMemo hands the phoneme ids SplitFor computed to estimate each
+// sentence's audio on to SynthesizeSentence, which would otherwise run
+// the front end (espeak-ng through cgo, 0.1–0.2 ms a sentence) a second
+// time on the same text for the same result. It keeps the last
+// phonemeMemoSize sentences put; take removes what it finds, so a
+// sentence split but never synthesized (a phrase-cache hit) is only
+// pushed out. A miss only costs the front end again.
+type phonemeMemo struct {
+	mu      sync.Mutex
+	next    int
+	entries [phonemeMemoSize]phonemeEntry
+}
+
+type phonemeEntry struct {
+	sentence string
+	ids      []int64
+	unknown  map[string]int
+	ok       bool
+}
+
+func (m *phonemeMemo) put(sentence string, ids []int64, unknown map[string]int) {
+	m.mu.Lock()
+	m.entries[m.next] = phonemeEntry{sentence: sentence, ids: ids, unknown: unknown, ok: true}
+	m.next = (m.next + 1) % len(m.entries)
+	m.mu.Unlock()
+}
+
+func (m *phonemeMemo) take(sentence string) ([]int64, map[string]int, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range m.entries {
+		if e := &m.entries[i]; e.ok && e.sentence == sentence {
+			ids, unknown := e.ids, e.unknown
+			*e = phonemeEntry{}
+			return ids, unknown, true
+		}
+	}
+	return nil, nil, false
+}
+
 // SynthesizeSentence runs one ONNX call for one sentence from SplitFor
 // (or Split), and also returns how many phonemes the voice had no id for.
 func (p *Piper) SynthesizeSentence(s string, prm Params) (audio.PCM, int, error) {
-	ids, unknown, err := p.phonemeIDs(s)
-	if err != nil {
-		return audio.PCM{}, 0, err
+	ids, unknown, ok := p.splitIDs.take(s)
+	if !ok {
+		var err error
+		if ids, unknown, err = p.phonemeIDs(s); err != nil {
+			return audio.PCM{}, 0, err
+		}
 	}
 	n := 0
 	for ph, k := range unknown {

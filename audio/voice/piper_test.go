@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mynah-tts/mynah/audio/text"
 	"github.com/mynah-tts/mynah/quant/ort"
 )
 
@@ -302,4 +307,107 @@ func TestReleaseMemoryOnlyAfterRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	release(2)
+}
+
+// countingFront counts the sentences a front end is asked for.
+type countingFront struct {
+	text.Phonemizer
+	calls atomic.Int32
+}
+
+func (c *countingFront) Phonemize(s string) ([]string, error) {
+	c.calls.Add(1)
+	return c.Phonemizer.Phonemize(s)
+}
+
+// SplitFor has phonemized every sentence to estimate its audio;
+// SynthesizeSentence takes those ids instead of phonemizing again, and
+// they are the ids it would have computed.
+func TestSynthesizeSentenceReusesSplitForIDs(t *testing.T) {
+	var runs [][]int64
+	p := newTestPiper(t, textConfig(), echoRun(func(_ string, in []ort.Tensor) { runs = append(runs, in[0].Int64) }))
+	front := &countingFront{Phonemizer: p.front}
+	p.front = front
+	prm, err := p.Resolve(Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sentences, err := p.SplitFor("ab cd. ef! g", prm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sentences {
+		if _, _, err := p.SynthesizeSentence(s, prm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := front.calls.Load(); n != int32(len(sentences)) {
+		t.Fatalf("front end ran %d times for %d sentences, want once each", n, len(sentences))
+	}
+	// Taken once: a second synthesis phonemizes again, to the same ids.
+	for i, s := range sentences {
+		if _, _, err := p.SynthesizeSentence(s, prm); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := runs[len(sentences)+i], runs[i]; !slices.Equal(got, want) {
+			t.Fatalf("%q: ids %v after SplitFor, %v without", s, want, got)
+		}
+	}
+	if n := front.calls.Load(); n != int32(2*len(sentences)) {
+		t.Fatalf("front end ran %d times, want %d", n, 2*len(sentences))
+	}
+}
+
+// The memo keeps the last phonemeMemoSize sentences: a longer request's
+// first ones are phonemized again, with the same result.
+func TestPhonemeMemoEvictsOldest(t *testing.T) {
+	var m phonemeMemo
+	for i := range phonemeMemoSize + 2 {
+		m.put(strconv.Itoa(i), []int64{int64(i)}, nil)
+	}
+	for i := range phonemeMemoSize + 2 {
+		ids, _, ok := m.take(strconv.Itoa(i))
+		if want := i >= 2; ok != want || (ok && ids[0] != int64(i)) {
+			t.Fatalf("sentence %d: %v %v, want found %v", i, ids, ok, want)
+		}
+	}
+}
+
+// Concurrent requests of the same and of other sentences each get the
+// ids of their own sentence (go test -race).
+func TestPhonemeMemoConcurrent(t *testing.T) {
+	p := newTestPiper(t, textConfig(), echoRun(func(string, []ort.Tensor) {}))
+	prm, err := p.Resolve(Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				txt := strings.Repeat("ab ", 1+(g+i)%5) + "."
+				sentences, err := p.SplitFor(txt, prm)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, s := range sentences {
+					pcm, _, err := p.SynthesizeSentence(s, prm)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					want, err := p.Transcribe(s)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if pcm.Frames() != len(want.IDs)*samplesPerID {
+						t.Errorf("%q: %d frames, want %d", s, pcm.Frames(), len(want.IDs)*samplesPerID)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

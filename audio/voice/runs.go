@@ -82,10 +82,11 @@ func (p *Piper) SplitFor(s string, prm Params) ([]string, error) {
 		scale = 1
 	}
 	return capRuns(sentences, p.maxRun, func(sentence string) (time.Duration, error) {
-		ids, _, err := p.phonemeIDs(sentence)
+		ids, unknown, err := p.phonemeIDs(sentence)
 		if err != nil {
 			return 0, err
 		}
+		p.splitIDs.put(sentence, ids, unknown)
 		return time.Duration(float64(len(ids)) * PiperSecondsPerID * scale * float64(time.Second)), nil
 	}), nil
 }
