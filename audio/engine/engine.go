@@ -159,8 +159,11 @@ type Options struct {
 	// rendered sentences take no slot.
 	MaxParallel int
 	// HotBytes bounds the decoded audio of the most recent phrase-cache
-	// hits kept in memory, so a phrase asked again is neither read nor
-	// decoded (0: DefaultHotBytes; negative: none).
+	// hits kept in memory while requests come, so a phrase asked again
+	// in a burst (ten satellites at once) is neither read nor decoded
+	// (0: none; mynahd gives DefaultHotBytes with Wyoming on). With
+	// ReleaseMemory it is let go, with the voices' arenas, once the
+	// engine is idle.
 	HotBytes int64
 }
 
@@ -199,7 +202,7 @@ func Open(o *Options) (*Engine, error) {
 	vs := &Engine{rt: o.Runtime, dir: o.Dir, def: o.Default, opts: opts, log: log, now: o.Now, store: o.Store,
 		precision: o.Precision, precisions: o.Precisions, provider: o.Provider, cpu: o.CPU,
 		noNormalize: o.NoNormalize, emoji: o.Emoji, remote: o.Remote, remoteRenderBy: o.RemoteRenderBy, remoteVoices: o.RemoteVoices,
-		slots: newScheduler(cmp.Or(max(o.MaxParallel, 0), runtime.NumCPU())), hot: newHotPhrases(cmp.Or(o.HotBytes, DefaultHotBytes))}
+		slots: newScheduler(cmp.Or(max(o.MaxParallel, 0), runtime.NumCPU())), hot: newHotPhrases(o.HotBytes)}
 	if vs.now == nil {
 		vs.now = time.Now
 	}
@@ -251,6 +254,7 @@ func Open(o *Options) (*Engine, error) {
 		vs.keeper = startMemoryKeeper(func(idle bool) {
 			if idle {
 				vs.releaseVoiceMemory()
+				vs.hot.clear() // idle memory is the budget's: keep none
 			}
 			release()
 		}, memoryIdleRelease, memoryBusyRelease)

@@ -8,14 +8,19 @@ import (
 	"github.com/mynah-tts/mynah/cache"
 )
 
-// DefaultHotBytes is Options.HotBytes' default: about a minute and a
-// half of 22.05 kHz speech, the announcements that come back every day.
-const DefaultHotBytes = 4 << 20
+// DefaultHotBytes is what mynahd gives Options.HotBytes when its Wyoming
+// server is on: 47 s of 22.05 kHz speech, the sentences of a burst of
+// satellites asking at once. Each MiB kept costs about 2 MB of RSS at
+// the peak (the Go heap's headroom doubles it), which the memory soak's
+// budget has no room for on an MQTT-only node, where requests come one
+// at a time anyway.
+const DefaultHotBytes = 2 << 20
 
 // hotPhrases keeps the decoded audio of the phrases the cache served
-// most recently, so that a phrase asked for again (ten Wyoming
-// satellites saying the same thing, a doorbell pressed twice) costs no
-// read and no decode. An entry stands only while the phrase cache still
+// most recently, so that a phrase asked for again in a burst (ten Wyoming
+// satellites saying the same thing) costs no read and no decode; the
+// engine lets it go when it is idle (the memory keeper), as it does the
+// voices' arenas, so idle RSS stays what the memory budget says. An entry stands only while the phrase cache still
 // holds the record it was decoded from (cache.Store.PhraseStamp): a
 // purge, an eviction or a replacement there ends it. The audio is
 // shared: callers never change a Chunk's samples.

@@ -15,6 +15,7 @@ func TestHotPhrases(t *testing.T) {
 	dir := t.TempDir()
 	enginetest.WriteVoices(t, dir, "a")
 	vs, store := storeEngine(t, dir, nil)
+	vs.hot = newHotPhrases(DefaultHotBytes)
 	text := "The door is open."
 	made := speakAll(t, vs, text)  // synthesized, stored
 	first := speakAll(t, vs, text) // read and decoded, kept

@@ -390,7 +390,9 @@ func startWyoming(ctx context.Context, c config.Wyoming, node string, voices wyo
 		done <- nil
 		return nil, done, nil
 	}
-	ws, err := wyoming.New(&wyoming.Options{Listen: c.Listen, MaxConnections: c.MaxConnections, MaxParallel: c.MaxParallel,
+	// The engine bounds the syntheses (wyoming.max_parallel, by sentence,
+	// cached phrases free), for Wyoming and MQTT alike.
+	ws, err := wyoming.New(&wyoming.Options{Listen: c.Listen, MaxConnections: c.MaxConnections, MaxParallel: wyoming.NoParallelLimit,
 		Engine: voices, Logger: log, Version: version.String()}) // it adds component=wyoming
 	if err != nil {
 		return nil, nil, fmt.Errorf("wyoming: %w", err)

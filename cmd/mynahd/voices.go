@@ -86,6 +86,8 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, remote *
 		Remote:               asks,
 		RemoteRenderBy:       renderBy,
 		RemoteVoices:         remoteVoices,
+		MaxParallel:          cfg.Wyoming.MaxParallel,
+		HotBytes:             hotBytes(cfg),
 	})
 }
 
@@ -142,3 +144,13 @@ func (w wyomingVoices) Voices() []wyoming.VoiceInfo {
 // CutSentences is the splitter the engine's voices use, for text still
 // arriving.
 func (w wyomingVoices) CutSentences(s string) (done, rest string) { return text.Complete(s, nil) }
+
+// hotBytes is the engine's Options.HotBytes: decoded phrases kept for a
+// burst of Wyoming satellites asking the same thing; none on a node that
+// takes requests one at a time (MQTT), whose memory budget has no room.
+func hotBytes(cfg config.Config) int64 {
+	if cfg.Wyoming.Listen == "" {
+		return 0
+	}
+	return engine.DefaultHotBytes
+}
