@@ -22,9 +22,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/mynah-tts/mynah/audio/text"
 	"github.com/mynah-tts/mynah/audio/voice/demo"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
@@ -188,11 +190,55 @@ type soakClient struct {
 	ended  map[string]string // id → finished, failed or dropped (with reason)
 	online chan struct{}
 	last   atomic.Int64 // unix nanos of the last event
+	// sentences counts the sentences of finished requests (for the
+	// measured pace, soakPace).
+	sentences atomic.Int64
+	// wav is the WAV file mynahd writes: it grows with every sentence
+	// spoken, the progress a long request shows before it ends.
+	wav string
+	// stall is how long awaitEnded lets nothing move before it fails:
+	// soakStallFloor until the pace is measured, then soakPace's bound.
+	stall time.Duration
+}
+
+// soakStallFloor is the least stretch without progress the soak
+// tolerates, whatever the measured pace.
+const soakStallFloor = 30 * time.Second
+
+// soakPace is the daemon's measured speed on this machine: the time per
+// sentence over a phase of varied says, and the stretches without
+// progress the soak tolerates from it (20× the time a sentence, or the
+// long text's longest piece at its rate, takes; never under
+// soakStallFloor). Under emulation, or on a slow board, both grow with
+// the measured time, so a soak fails only when the daemon stops, not
+// when the CPU is slow.
+type soakPace struct {
+	perSentence time.Duration
+	sentences   int64
+	stall       time.Duration // between ends, or sentences, of varied and flood says
+	longStall   time.Duration // for the long text's pieces
+	longFactor  float64       // a long piece's synthesis against a varied sentence's
+}
+
+// measurePace derives the pace from the sentences spoken in took.
+func measurePace(sentences int64, took time.Duration, longFactor float64) soakPace {
+	p := soakPace{sentences: sentences, longFactor: longFactor}
+	if sentences > 0 {
+		p.perSentence = took / time.Duration(sentences)
+	}
+	p.stall = max(soakStallFloor, 20*p.perSentence)
+	p.longStall = max(soakStallFloor, time.Duration(20*longFactor*float64(p.perSentence)))
+	return p
+}
+
+func (p soakPace) String() string {
+	return fmt.Sprintf("per-sentence synthesis %v (%d sentences); stall bound %v, for the long text's pieces %v (%.0f× a sentence)",
+		p.perSentence.Round(100*time.Microsecond), p.sentences, p.stall, p.longStall, p.longFactor)
 }
 
 func newSoakClient(tb testing.TB, url, node string) *soakClient {
 	tb.Helper()
-	sc := &soakClient{tb: tb, node: node, ended: map[string]string{}, online: make(chan struct{})}
+	sc := &soakClient{tb: tb, node: node, ended: map[string]string{}, online: make(chan struct{}), stall: soakStallFloor}
 	var onlineOnce sync.Once
 	opts := paho.NewClientOptions().AddBroker(url).SetClientID("soak-" + strconv.FormatInt(time.Now().UnixNano(), 36)).
 		SetCleanSession(true).SetConnectTimeout(wait).SetAutoReconnect(false).SetMaxResumePubInFlight(0)
@@ -214,6 +260,9 @@ func newSoakClient(tb testing.TB, url, node string) *soakClient {
 			return
 		}
 		sc.last.Store(time.Now().UnixNano())
+		if ev.State == daemon.EventFinished && ev.Sentences != nil {
+			sc.sentences.Add(int64(*ev.Sentences))
+		}
 		switch ev.State {
 		case daemon.EventFinished, daemon.EventFailed, daemon.EventDropped:
 			sc.mu.Lock()
@@ -252,24 +301,29 @@ func (sc *soakClient) endedCount(prefix string) (n int, states map[string]int) {
 
 // awaitEnded waits until want requests with prefix have ended, or (when
 // quiet > 0) no event came for quiet: a flood's overflow may be dropped by
-// the broker. It reports whether all ended; wait bounds each stretch
-// without progress.
-func (sc *soakClient) awaitEnded(prefix string, want int, quiet time.Duration) bool {
+// the broker. It reports whether all ended. Progress is a request ended
+// or audio written (the WAV file grew): the soak fails only after stall
+// without either.
+func (sc *soakClient) awaitEnded(prefix string, want int, quiet, stall time.Duration) bool {
 	sc.tb.Helper()
-	lastN, lastChange := -1, time.Now()
+	lastN, lastSize, lastChange := -1, int64(-1), time.Now()
 	for {
 		n, _ := sc.endedCount(prefix)
 		if n >= want {
 			return true
 		}
-		if n != lastN {
-			lastN, lastChange = n, time.Now()
+		var size int64
+		if st, err := os.Stat(sc.wav); err == nil {
+			size = st.Size()
+		}
+		if n != lastN || size != lastSize {
+			lastN, lastSize, lastChange = n, size, time.Now()
 		}
 		if quiet > 0 && time.Since(time.Unix(0, sc.last.Load())) > quiet && time.Since(lastChange) > quiet {
 			return false
 		}
-		if time.Since(lastChange) > wait {
-			sc.tb.Fatalf("soak: %d of %d %s* requests ended, none for %v", n, want, prefix, wait)
+		if time.Since(lastChange) > stall {
+			sc.tb.Fatalf("soak: %d of %d %s* requests ended, and neither a request ended nor audio was written for %v (the bound from the measured pace)", n, want, prefix, stall)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -319,6 +373,23 @@ func longText(rng *rand.Rand) string {
 	}
 }
 
+// longFactor is how much longer than a varied say's sentence the long
+// text's longest piece takes to synthesize: its runes against a varied
+// sentence's (about 45), at the slowest rate (4× the audio of rate 1).
+// rng is not drawn from: the long text is made again, the same, later.
+func longFactor(rng *rand.Rand) float64 {
+	r := *rng
+	pieces, err := text.Split(longText(&r), nil)
+	if err != nil || len(pieces) == 0 {
+		return 1
+	}
+	longest := 0
+	for _, p := range pieces {
+		longest = max(longest, utf8.RuneCountInString(p))
+	}
+	return float64(longest) / 45 / daemon.MinRate
+}
+
 // runSoak starts the mynahd binary bin on a fresh voice directory (the
 // demo voice built beforehand, as on any start after the first) and runs
 // plan against it.
@@ -350,6 +421,7 @@ func runSoak(tb testing.TB, bin string, plan soakPlan) soakResult {
 		tb.Fatal(err)
 	}
 	sc := newSoakClient(tb, broker.URL(), node)
+	sc.wav = filepath.Join(dir, "speech.wav")
 
 	cmd := exec.Command(bin, "-config", conf)
 	cmd.Env = append(os.Environ(), plan.env...)
@@ -393,14 +465,18 @@ func runSoak(tb testing.TB, bin string, plan soakPlan) soakResult {
 	endPhase("idle", true)
 
 	rng := rand.New(rand.NewPCG(12, 4))
+	pace := measurePace(0, 0, longFactor(rng))
 	if plan.varied > 0 {
+		started, before := time.Now(), sc.sentences.Load()
 		for i := 0; i < plan.varied; i += soakWave {
 			n := min(soakWave, plan.varied-i)
 			for k := range n {
 				sc.publish(variedSay(i+k, rng))
 			}
-			sc.awaitEnded("varied-", i+n, 0)
+			sc.awaitEnded("varied-", i+n, 0, soakStallFloor)
 		}
+		pace = measurePace(sc.sentences.Load()-before, time.Since(started), pace.longFactor)
+		tb.Logf("soak: %v", pace)
 		_, states := sc.endedCount("varied-")
 		if states[daemon.EventFinished+" "] != plan.varied {
 			tb.Errorf("varied says: %v, want all %d finished", states, plan.varied)
@@ -418,7 +494,7 @@ func runSoak(tb testing.TB, bin string, plan soakPlan) soakResult {
 				tb.Fatalf("flood publish: %v", tok.Error())
 			}
 		}
-		all := sc.awaitEnded("flood-", plan.flood, 5*time.Second)
+		all := sc.awaitEnded("flood-", plan.flood, max(5*time.Second, 5*pace.perSentence), pace.stall)
 		n, states := sc.endedCount("flood-")
 		tb.Logf("flood: %d of %d ended: %v", n, plan.flood, states)
 		endPhase("flood", all)
@@ -426,7 +502,7 @@ func runSoak(tb testing.TB, bin string, plan soakPlan) soakResult {
 
 	if plan.long {
 		sc.publish(map[string]any{"id": "long-1", "text": longText(rng), "rate": daemon.MinRate})
-		sc.awaitEnded("long-", 1, 0)
+		sc.awaitEnded("long-", 1, 0, pace.longStall)
 		if _, states := sc.endedCount("long-"); states[daemon.EventFinished+" "] != 1 {
 			tb.Errorf("long text: %v, want finished", states)
 		}
