@@ -444,41 +444,58 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 		}
 	}
 	var stored time.Duration // of this request's audio, in the phrase cache
-	for i, sentence := range sentences {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		start := time.Now()
-		sctx, cancel := ctx, context.CancelFunc(func() {})
-		if i == 0 && ask != nil && ask.Node != "" && !s.RenderUntil.IsZero() {
-			sctx, cancel = context.WithDeadline(ctx, s.RenderUntil)
-		}
-		m, err := vs.sentence(ctx, sctx, p, sentence, norm, useCache, ask, i == 0)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("sentence %d: %w", i+1, err)
-		}
-		if ask != nil && ask.Node != "" && !m.hit && !m.rendered {
-			ask = nil // the leader did not answer: the rest is made here
-		}
-		key, pcm, hit := m.key, m.pcm, m.hit
-		c := Chunk{Index: i, Last: i == len(sentences)-1, PCM: pcm, Cached: hit, Rendered: m.rendered, Took: time.Since(start), Unknown: m.unknown}
-		if !c.Last || s.Continued {
-			c.Silence = v.silence
-		}
-		err = emit(c)
-		if err == nil && m.flight != nil && stored+pcm.Duration() <= maxCachedRequestAudio {
-			vs.keep(key, name, pcm)
-			stored += pcm.Duration()
-		}
-		if m.flight != nil {
-			vs.flights.leave(key, m.flight)
-		}
-		if err != nil {
-			return err
+	// Each sentence is cut into runs when it comes to it (plan.runs): a
+	// long text's first audio waits for its first sentence alone.
+	i := 0 // chunks emitted: the runs so far
+	for si, sentence := range sentences {
+		runs := p.runs(sentence)
+		for ri, run := range runs {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			last := si == len(sentences)-1 && ri == len(runs)-1
+			if err := vs.speakRun(ctx, s, p, run, norm, useCache, &ask, i, last, v.silence, name, &stored, emit); err != nil {
+				return err
+			}
+			i++
 		}
 	}
 	return nil
+}
+
+// speakRun makes and emits chunk i of a request (one run of one of its
+// sentences): from the phrase cache, a render node (*ask, cleared when a
+// leader did not answer) or synthesis, storing what it synthesized while
+// the request's stored audio allows.
+func (vs *Engine) speakRun(ctx context.Context, s Request, p plan, run, norm string, useCache bool, ask **RemoteRequest,
+	i int, last bool, silence time.Duration, name string, stored *time.Duration, emit func(Chunk) error) error {
+	start := time.Now()
+	sctx, cancel := ctx, context.CancelFunc(func() {})
+	if i == 0 && *ask != nil && (*ask).Node != "" && !s.RenderUntil.IsZero() {
+		sctx, cancel = context.WithDeadline(ctx, s.RenderUntil)
+	}
+	m, err := vs.sentence(ctx, sctx, p, run, norm, useCache, *ask, i == 0)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("sentence %d: %w", i+1, err)
+	}
+	if *ask != nil && (*ask).Node != "" && !m.hit && !m.rendered {
+		*ask = nil // the leader did not answer: the rest is made here
+	}
+	key, pcm, hit := m.key, m.pcm, m.hit
+	c := Chunk{Index: i, Last: last, PCM: pcm, Cached: hit, Rendered: m.rendered, Took: time.Since(start), Unknown: m.unknown}
+	if !c.Last || s.Continued {
+		c.Silence = silence
+	}
+	err = emit(c)
+	if err == nil && m.flight != nil && *stored+pcm.Duration() <= maxCachedRequestAudio {
+		vs.keep(key, name, pcm)
+		*stored += pcm.Duration()
+	}
+	if m.flight != nil {
+		vs.flights.leave(key, m.flight)
+	}
+	return err
 }
 
 // maxCachedRequestAudio is the most of one request's synthesized audio
@@ -542,6 +559,7 @@ func (vs *Engine) PinPhrases(ctx context.Context, texts []string) error {
 		if err != nil {
 			return fmt.Errorf("pinned phrase %q: %w", phrase, err)
 		}
+		sentences = allRuns(p, sentences)
 		for _, sentence := range sentences {
 			m, err := vs.sentence(ctx, ctx, p, sentence, norm, true, nil, false)
 			if err != nil {

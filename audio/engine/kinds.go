@@ -54,13 +54,27 @@ type plan interface {
 	// when a sentence's audio depends on more than the spec (a
 	// conversation session carries the decoder's state over).
 	spec() (spec cache.PhraseSpec, cacheable bool)
-	// split cuts a text into what synthesize takes, one model run each.
+	// split cuts a text into sentences; runs cuts one of them into what
+	// synthesize takes, one model run each (a sentence whose audio would
+	// be too long for one run is several). Speak cuts each sentence only
+	// when it comes to it, so first audio does not grow with the text.
 	split(text string) ([]string, error)
+	runs(sentence string) []string
 	// synthesize also says how many phonemes the voice had no id for
 	// (skipped).
 	synthesize(ctx context.Context, sentence string) (audio.PCM, int, error)
 	// transcribe is what synthesize would give the model (mynah text).
 	transcribe(sentence string) (voice.Transcript, error)
+}
+
+// allRuns is every run of sentences, in order (what Speak makes of them
+// one sentence at a time).
+func allRuns(p plan, sentences []string) []string {
+	var out []string
+	for _, s := range sentences {
+		out = append(out, p.runs(s)...)
+	}
+	return out
 }
 
 // phraseKey names one sentence's audio under a plan's settings, read by
@@ -249,7 +263,8 @@ func (m piperModel) prepare(_ context.Context, r Request) (plan, error) {
 func (m piperModel) close() error { return m.v.Close() }
 
 func (p piperPlan) spec() (cache.PhraseSpec, bool)      { return p.phrase, true }
-func (p piperPlan) split(text string) ([]string, error) { return p.v.SplitFor(text, p.prm) }
+func (p piperPlan) split(text string) ([]string, error) { return p.v.Split(text) }
+func (p piperPlan) runs(sentence string) []string       { return p.v.RunsFor(sentence, p.prm) }
 func (p piperPlan) transcribe(sentence string) (voice.Transcript, error) {
 	return p.v.Transcribe(sentence)
 }
@@ -294,6 +309,7 @@ func (m styleModel) close() error { return m.v.Close() }
 
 func (p stylePlan) spec() (cache.PhraseSpec, bool)      { return p.phrase, true }
 func (p stylePlan) split(text string) ([]string, error) { return p.v.Split(text) }
+func (p stylePlan) runs(sentence string) []string       { return []string{sentence} }
 func (p stylePlan) transcribe(sentence string) (voice.Transcript, error) {
 	return p.v.Transcribe(sentence)
 }
@@ -359,6 +375,7 @@ func (m pipelineModel) close() error { return m.p.Close() }
 // A session's sentence depends on what was said before it: not cacheable.
 func (p pipelinePlan) spec() (cache.PhraseSpec, bool)      { return p.phrase, !p.session }
 func (p pipelinePlan) split(text string) ([]string, error) { return p.p.Split(text) }
+func (p pipelinePlan) runs(sentence string) []string       { return []string{sentence} }
 func (p pipelinePlan) transcribe(sentence string) (voice.Transcript, error) {
 	return p.p.Transcribe(sentence)
 }

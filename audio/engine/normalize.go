@@ -59,6 +59,7 @@ func (vs *Engine) Read(ctx context.Context, s Request) ([]Reading, error) {
 	if err != nil {
 		return nil, err
 	}
+	sentences = allRuns(p, sentences)
 	out := make([]Reading, 0, len(sentences))
 	for i, sentence := range sentences {
 		t, err := p.transcribe(sentence)
@@ -71,7 +72,8 @@ func (vs *Engine) Read(ctx context.Context, s Request) ([]Reading, error) {
 }
 
 // read resolves s against the loaded voice v and cuts its text, as v
-// reads it, into the sentences the plan synthesizes; norm names the
+// reads it, into sentences (each is cut into the plan's runs later, by
+// plan.runs); norm names the
 // reading rules for the phrase cache key. Speak and Read share it.
 func (vs *Engine) read(ctx context.Context, v *loadedVoice, s Request) (p plan, sentences []string, norm string, err error) {
 	if p, err = v.model.prepare(ctx, s); err != nil {

@@ -77,16 +77,30 @@ func (p *Piper) SplitFor(s string, prm Params) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return capRuns(sentences, p.maxRun, p.estimator(prm)), nil
+}
+
+// RunsFor cuts one sentence of Split into the runs SplitFor makes of it,
+// so that a caller speaking a long text phonemizes each sentence only
+// when it comes to it: SplitFor(s) is RunsFor of each of Split(s)'s
+// sentences, in order.
+func (p *Piper) RunsFor(sentence string, prm Params) []string {
+	return capRuns([]string{sentence}, p.maxRun, p.estimator(prm))
+}
+
+// estimator estimates a sentence's audio at prm's length scale from its
+// phoneme ids, which it keeps for the synthesis that follows.
+func (p *Piper) estimator(prm Params) func(string) (time.Duration, error) {
 	scale := float64(prm.LengthScale)
 	if scale <= 0 {
 		scale = 1
 	}
-	return capRuns(sentences, p.maxRun, func(sentence string) (time.Duration, error) {
+	return func(sentence string) (time.Duration, error) {
 		ids, unknown, err := p.phonemeIDs(sentence)
 		if err != nil {
 			return 0, err
 		}
 		p.splitIDs.put(sentence, ids, unknown)
 		return time.Duration(float64(len(ids)) * PiperSecondsPerID * scale * float64(time.Second)), nil
-	}), nil
+	}
 }
