@@ -236,12 +236,15 @@ main() {
       note=" (left out ${SLOW_TESTS[$short]}; MYNAH_CROSS_SLOW=1 runs it)"
     fi
     write_cpuinfo "$cpu"
-    step "running $short on $cpu"
+    done_runs=$((done_runs + 1))
+    local elapsed=$((SECONDS - started))
+    step "[$done_runs/$total_runs, $((elapsed / 60)) min $((elapsed % 60)) s] running $short on $cpu"
     local t0=$SECONDS status=passed
     (cd "$dir" && "${runner[@]}" env "${cross_env[@]}" QEMU_LD_PREFIX="$sysroot" QEMU_CPU="$cpu" \
       MYNAH_EMULATED=qemu-aarch64 MYNAH_ORT_LIB="$ort_lib" \
       qemu-aarch64 "$bin" "${args[@]}") >"$log" 2>&1 || status=failed
     rows+=("$short|$cpu|$status$note|$((SECONDS - t0))")
+    step "  $short on $cpu: $status in $((SECONDS - t0)) s"
     if [ "$status" = failed ]; then
       failed=1
       step "$short failed on $cpu ($log):"
@@ -249,6 +252,14 @@ main() {
     fi
   }
 
+  # A progress line per package: which, how many of how many, how long
+  # so far (a whole run is the better part of an hour).
+  local done_runs=0 total_runs=${#built[@]}
+  if [ -n "$second_cpu" ] && [ "$second_cpu" != "$cpu" ]; then
+    for short in "${SECOND_CPU_PACKAGES[@]}"; do
+      [ -n "${built[$short]:-}" ] && total_runs=$((total_runs + 1))
+    done
+  fi
   for name in "${names[@]}"; do
     short=${name#"$module"/}
     [ -n "${built[$short]:-}" ] && run_pkg "$short" "$cpu"

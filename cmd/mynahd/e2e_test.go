@@ -34,11 +34,15 @@ import (
 // alsaCapture holds what PortAudio played in this test process.
 var alsaCapture string
 
-func TestMain(m *testing.M) { audiotest.Main(m, &alsaCapture) }
+func TestMain(m *testing.M) {
+	setWait()
+	audiotest.Main(m, &alsaCapture)
+}
 
 // wait bounds every wait for the daemon; exceeding it fails the test (it
-// is a hang detector, not a speed requirement).
-const wait = 30 * time.Second
+// is a hang detector, not a speed requirement): baseWait, longer on a CPU
+// slower than the reference by the measured ratio (pace_test.go).
+var wait = baseWait
 
 // testConfig is a config for one test: its own voice dir (the demo voice
 // is built there), the given broker ("" = embedded on a free port) and

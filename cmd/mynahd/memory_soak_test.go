@@ -196,14 +196,12 @@ type soakClient struct {
 	// wav is the WAV file mynahd writes: it grows with every sentence
 	// spoken, the progress a long request shows before it ends.
 	wav string
-	// stall is how long awaitEnded lets nothing move before it fails:
-	// soakStallFloor until the pace is measured, then soakPace's bound.
-	stall time.Duration
 }
 
 // soakStallFloor is the least stretch without progress the soak
-// tolerates, whatever the measured pace.
-const soakStallFloor = 30 * time.Second
+// tolerates, whatever its own measured pace: the e2e wait, itself scaled
+// by the machine's pace (pace_test.go).
+func soakStallFloor() time.Duration { return wait }
 
 // soakPace is the daemon's measured speed on this machine: the time per
 // sentence over a phase of varied says, and the stretches without
@@ -226,8 +224,8 @@ func measurePace(sentences int64, took time.Duration, longFactor float64) soakPa
 	if sentences > 0 {
 		p.perSentence = took / time.Duration(sentences)
 	}
-	p.stall = max(soakStallFloor, 20*p.perSentence)
-	p.longStall = max(soakStallFloor, time.Duration(20*longFactor*float64(p.perSentence)))
+	p.stall = max(soakStallFloor(), 20*p.perSentence)
+	p.longStall = max(soakStallFloor(), time.Duration(20*longFactor*float64(p.perSentence)))
 	return p
 }
 
@@ -238,7 +236,7 @@ func (p soakPace) String() string {
 
 func newSoakClient(tb testing.TB, url, node string) *soakClient {
 	tb.Helper()
-	sc := &soakClient{tb: tb, node: node, ended: map[string]string{}, online: make(chan struct{}), stall: soakStallFloor}
+	sc := &soakClient{tb: tb, node: node, ended: map[string]string{}, online: make(chan struct{})}
 	var onlineOnce sync.Once
 	opts := paho.NewClientOptions().AddBroker(url).SetClientID("soak-" + strconv.FormatInt(time.Now().UnixNano(), 36)).
 		SetCleanSession(true).SetConnectTimeout(wait).SetAutoReconnect(false).SetMaxResumePubInFlight(0)
@@ -473,7 +471,7 @@ func runSoak(tb testing.TB, bin string, plan soakPlan) soakResult {
 			for k := range n {
 				sc.publish(variedSay(i+k, rng))
 			}
-			sc.awaitEnded("varied-", i+n, 0, soakStallFloor)
+			sc.awaitEnded("varied-", i+n, 0, soakStallFloor())
 		}
 		pace = measurePace(sc.sentences.Load()-before, time.Since(started), pace.longFactor)
 		tb.Logf("soak: %v", pace)
