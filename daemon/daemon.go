@@ -20,6 +20,10 @@ type Daemon struct {
 	decode DecodeOptions
 	stats  counters
 
+	// subscribed is closed once Run's subscriptions are in place
+	// (Subscribed).
+	subscribed chan struct{}
+
 	mu      sync.Mutex
 	queue   *queue
 	current *job
@@ -98,6 +102,7 @@ func New(opts *Options) (*Daemon, error) {
 		out:          newOutbox(o.OutboxSize),
 		stateDue:     make(chan struct{}, 1),
 		discoveryDue: make(chan struct{}, 1),
+		subscribed:   make(chan struct{}),
 		retained:     make(chan retainedMsg, maxRetainedPending),
 	}
 	d.bgCtx, d.bgCancel = context.WithCancel(context.Background())
@@ -155,6 +160,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err = d.opts.Transport.Subscribe(append(d.topics.filters(), d.groupFilters()...), d.handle, d.Connected); err != nil {
 		err = fmt.Errorf("subscribe: %w", err)
 	} else {
+		close(d.subscribed)
 		d.log.Info("daemon running", "topics", d.topics.base+"/#", "queue", d.opts.QueueSize)
 		signal(d.discoveryDue)
 		<-ctx.Done()
@@ -219,6 +225,13 @@ func waitTimeout(wg *sync.WaitGroup, timeout time.Duration) bool {
 // so the transport calls it after every later (re)connect; Run publishes
 // both itself once subscribed, so a connect before that needs no call.
 func (d *Daemon) Connected() { signal(d.discoveryDue) }
+
+// Subscribed is closed once Run has its subscriptions in place (the
+// broker acknowledged them, when it is connected): from then on a
+// command is taken, or kept for the daemon's session. mynahd tells
+// systemd READY only then, so that a command sent at READY on the first
+// start (no session at the broker yet) is not lost.
+func (d *Daemon) Subscribed() <-chan struct{} { return d.subscribed }
 
 // Healthy reports whether the worker is making progress: false while one
 // synthesis step, sink write or drain has been blocked longer than stall.

@@ -533,3 +533,49 @@ func TestCacheResult(t *testing.T) {
 		}
 	}
 }
+
+// Subscribed is closed only once Run's subscriptions are in place, so
+// mynahd's READY comes after them; a Run whose subscribe fails never
+// closes it.
+func TestSubscribedAfterTheSubscriptions(t *testing.T) {
+	h := newHarness(t, nil)
+	gate := make(chan struct{})
+	sub := h.tr.fake.SubscribeFunc
+	h.tr.fake.SubscribeFunc = func(filters []string, handle func(Message)) error {
+		<-gate
+		return sub(filters, handle)
+	}
+	h.startNoWait()
+	select {
+	case <-h.d.Subscribed():
+		t.Fatal("Subscribed before the subscription returned")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(gate)
+	select {
+	case <-h.d.Subscribed():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Subscribed not closed after the subscription")
+	}
+
+	f := newHarness(t, nil)
+	f.tr.fake.SubscribeFunc = func([]string, func(Message)) error { return errors.New("broker said no") }
+	done := make(chan error, 1)
+	go func() { done <- f.d.Run(context.Background()) }()
+	if err := <-done; err == nil {
+		t.Fatal("Run with a failed subscribe returned nil")
+	}
+	select {
+	case <-f.d.Subscribed():
+		t.Error("Subscribed closed though the subscribe failed")
+	default:
+	}
+}
+
+// startNoWait runs the daemon without start's wait for the subscription.
+func (h *harness) startNoWait() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel, h.done = cancel, make(chan error, 1)
+	go func() { h.done <- h.d.Run(ctx) }()
+	h.t.Cleanup(func() { h.stop() })
+}

@@ -113,6 +113,21 @@ func (f *fleet) started(t testing.TB, id string) map[string]daemon.Event {
 	return out
 }
 
+// waitEvent waits until every member has an event for id.
+func (f *fleet) waitEvent(t testing.TB, id string) {
+	t.Helper()
+	for _, node := range f.nodes {
+		for deadline := time.Now().Add(wait); ; time.Sleep(time.Millisecond) {
+			if slices.ContainsFunc(f.events[node].snapshot(), func(e daemon.Event) bool { return e.ID == id }) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no event for %s within %v", node, id, wait)
+			}
+		}
+	}
+}
+
 // waitStarted waits until every member has a started event for id.
 func (f *fleet) waitStarted(t testing.TB, id string) {
 	t.Helper()
@@ -312,6 +327,12 @@ func TestGroupAnnouncementsAcrossBrokerRestart(t *testing.T) {
 		ids = append(ids, id)
 		mqtttest.Publish(t, broker.URL(), daemon.GroupTopic("all", "say"), fmt.Appendf(nil, `{"id":%q,"text":"Restart %d."}`, id, i), false)
 		if i == 2 {
+			// Killed while r2 is under way: every member has taken it (its
+			// queued event is out) and is waiting for its play_at. Mosquitto
+			// acknowledges a message before it persists it, so what it took
+			// in the moment before a SIGKILL may be gone: flush first, and
+			// kill only once the members hold r2 themselves.
+			f.waitEvent(t, "r2")
 			broker.Flush(t) // the says so far and the watchers' sessions are on disk
 			broker.Kill()
 			time.Sleep(time.Second)

@@ -208,18 +208,26 @@ func run(ctx context.Context, cfg config.Config, log *slog.Logger) (err error) {
 		}
 	}
 
-	if err := notify.Ready(); err != nil {
-		log.Warn("sd_notify READY", "err", err)
-	}
-	log.Info("mynahd ready", "node", cfg.Node, "broker", brokerURL, "voice", voices.Default(),
-		"voices", len(voices.Voices()), "startup_ms", time.Since(start).Milliseconds())
-	go func() {
-		if err := notify.RunWatchdog(ctx, func() bool { return d.Healthy(cfg.WatchdogStall) }); err != nil {
-			log.Warn("systemd watchdog disabled", "err", err)
+	// READY once the daemon's subscriptions are in place: on the first
+	// start the broker has no session for it yet, and a command sent at
+	// READY before them would be lost.
+	running := make(chan error, 1)
+	go func() { running <- d.Run(ctx) }()
+	select {
+	case <-d.Subscribed():
+		if err := notify.Ready(); err != nil {
+			log.Warn("sd_notify READY", "err", err)
 		}
-	}()
-
-	err = d.Run(ctx)
+		log.Info("mynahd ready", "node", cfg.Node, "broker", brokerURL, "voice", voices.Default(),
+			"voices", len(voices.Voices()), "startup_ms", time.Since(start).Milliseconds())
+		go func() {
+			if err := notify.RunWatchdog(ctx, func() bool { return d.Healthy(cfg.WatchdogStall) }); err != nil {
+				log.Warn("systemd watchdog disabled", "err", err)
+			}
+		}()
+		err = <-running
+	case err = <-running: // it never got its subscriptions
+	}
 	_ = notify.Stopping()
 	stopWyoming()
 	if werr := <-wyomingDone; werr != nil {
