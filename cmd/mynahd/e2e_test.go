@@ -302,7 +302,7 @@ func TestBrokerKilledAndRestarted(t *testing.T) {
 	}
 	// Anything spoken twice would have a second finished event by now or
 	// shortly: the queue is empty, so a duplicate would play at once.
-	deadline := time.After(2 * time.Second)
+	deadline := time.After(quietFor())
 	for done := false; !done; {
 		select {
 		case m := <-ev.ch:
@@ -508,7 +508,7 @@ func TestUnregisterWhileRunning(t *testing.T) {
 	published := mqtttest.Subscribe(t, url, daemon.DiscoveryTopic("homeassistant", cfg.Node))
 	select {
 	case <-published:
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait):
 		t.Fatal("no discovery from the daemon")
 	}
 	for quiet := false; !quiet; {

@@ -118,7 +118,7 @@ func TestLifecycleUnderSystemd(t *testing.T) {
 		select {
 		case m := <-status:
 			last = string(m.Payload)
-		case <-time.After(2 * time.Second):
+		case <-time.After(quietFor()):
 			drained = true
 		}
 	}

@@ -88,3 +88,8 @@ func setWait() {
 			wait.Round(time.Second), sentence.Round(100*time.Microsecond), paceReference)
 	}
 }
+
+// quietFor is how long a test waits to see that nothing more comes (a
+// second answer, a last status): 2 s here, scaled like wait, so that on a
+// slow CPU what would come late is still seen.
+func quietFor() time.Duration { return wait / 15 }
