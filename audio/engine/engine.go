@@ -443,57 +443,70 @@ func (vs *Engine) Speak(ctx context.Context, s Request, emit func(Chunk) error) 
 			ask.Node = s.RenderBy
 		}
 	}
-	var stored time.Duration // of this request's audio, in the phrase cache
+	sp := &speaking{req: s, plan: p, norm: norm, useCache: useCache, ask: ask, silence: v.silence, voice: name, emit: emit}
 	// Each sentence is cut into runs when it comes to it (plan.runs): a
 	// long text's first audio waits for its first sentence alone.
-	i := 0 // chunks emitted: the runs so far
 	for si, sentence := range sentences {
 		runs := p.runs(sentence)
 		for ri, run := range runs {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			last := si == len(sentences)-1 && ri == len(runs)-1
-			if err := vs.speakRun(ctx, s, p, run, norm, useCache, &ask, i, last, v.silence, name, &stored, emit); err != nil {
+			if err := vs.speakRun(ctx, sp, run, si == len(sentences)-1 && ri == len(runs)-1); err != nil {
 				return err
 			}
-			i++
 		}
 	}
 	return nil
 }
 
-// speakRun makes and emits chunk i of a request (one run of one of its
-// sentences): from the phrase cache, a render node (*ask, cleared when a
-// leader did not answer) or synthesis, storing what it synthesized while
-// the request's stored audio allows.
-func (vs *Engine) speakRun(ctx context.Context, s Request, p plan, run, norm string, useCache bool, ask **RemoteRequest,
-	i int, last bool, silence time.Duration, name string, stored *time.Duration, emit func(Chunk) error) error {
+// speaking is one Speak call's state as its runs are made.
+type speaking struct {
+	req      Request
+	plan     plan
+	norm     string // the reading rules (phrase key)
+	useCache bool
+	// ask is the render request template, nil when no render node or
+	// leader is asked (cleared when a leader did not answer).
+	ask     *RemoteRequest
+	silence time.Duration // the voice's pause after a sentence
+	voice   string
+	emit    func(Chunk) error
+	chunks  int           // emitted so far: the next chunk's Index
+	stored  time.Duration // of this request's audio, in the phrase cache
+}
+
+// speakRun makes and emits the next chunk of sp (one run of one of its
+// sentences; last: the request's last): from the phrase cache, a render
+// node or synthesis, storing what it synthesized while the request's
+// stored audio allows.
+func (vs *Engine) speakRun(ctx context.Context, sp *speaking, run string, last bool) error {
+	i := sp.chunks
+	sp.chunks++
 	start := time.Now()
-	sctx, cancel := ctx, context.CancelFunc(func() {})
-	if i == 0 && *ask != nil && (*ask).Node != "" && !s.RenderUntil.IsZero() {
-		sctx, cancel = context.WithDeadline(ctx, s.RenderUntil)
+	askCtx, cancel := ctx, context.CancelFunc(func() {})
+	if i == 0 && sp.ask != nil && sp.ask.Node != "" && !sp.req.RenderUntil.IsZero() {
+		askCtx, cancel = context.WithDeadline(ctx, sp.req.RenderUntil)
 	}
-	m, err := vs.sentence(ctx, sctx, p, run, norm, useCache, *ask, i == 0)
+	m, err := vs.sentence(ctx, askCtx, sp.plan, run, sp.norm, sp.useCache, sp.ask, i == 0)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("sentence %d: %w", i+1, err)
 	}
-	if *ask != nil && (*ask).Node != "" && !m.hit && !m.rendered {
-		*ask = nil // the leader did not answer: the rest is made here
+	if sp.ask != nil && sp.ask.Node != "" && !m.hit && !m.rendered {
+		sp.ask = nil // the leader did not answer: the rest is made here
 	}
-	key, pcm, hit := m.key, m.pcm, m.hit
-	c := Chunk{Index: i, Last: last, PCM: pcm, Cached: hit, Rendered: m.rendered, Took: time.Since(start), Unknown: m.unknown}
-	if !c.Last || s.Continued {
-		c.Silence = silence
+	c := Chunk{Index: i, Last: last, PCM: m.pcm, Cached: m.hit, Rendered: m.rendered, Took: time.Since(start), Unknown: m.unknown}
+	if !c.Last || sp.req.Continued {
+		c.Silence = sp.silence
 	}
-	err = emit(c)
-	if err == nil && m.flight != nil && *stored+pcm.Duration() <= maxCachedRequestAudio {
-		vs.keep(key, name, pcm)
-		*stored += pcm.Duration()
+	err = sp.emit(c)
+	if err == nil && m.flight != nil && sp.stored+m.pcm.Duration() <= maxCachedRequestAudio {
+		vs.keep(m.key, sp.voice, m.pcm)
+		sp.stored += m.pcm.Duration()
 	}
 	if m.flight != nil {
-		vs.flights.leave(key, m.flight)
+		vs.flights.leave(m.key, m.flight)
 	}
 	return err
 }
