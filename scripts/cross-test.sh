@@ -16,6 +16,8 @@
 #   MYNAH_CROSS_SLOW=1               includes the tests left out for taking
 #                                    tens of minutes under emulation
 #   MYNAH_CROSS_TIMEOUT=45m          -test.timeout of each package
+#   MYNAH_CROSS_RUN=REGEXP           runs only the tests REGEXP names
+#                                    (-test.run), e.g. TestMemoryBoundedSoak
 #
 # It prints a table of packages passed and failed and exits 1 if any failed.
 set -euo pipefail
@@ -231,6 +233,10 @@ main() {
     local bin=${built[$short]} log="$logs/${short//\//_}.$cpu.log" dir args=(-test.count=1 -test.v "-test.timeout=$timeout")
     dir=$(cd "$root" && "$GO" list -f '{{.Dir}}' "./$short")
     local note=""
+    if [ -n "${MYNAH_CROSS_RUN:-}" ]; then
+      args+=("-test.run=$MYNAH_CROSS_RUN")
+      note=" (only $MYNAH_CROSS_RUN)"
+    fi
     if [ -n "${SLOW_TESTS[$short]:-}" ] && [ "${MYNAH_CROSS_SLOW:-0}" != 1 ]; then
       args+=("-test.skip=${SLOW_TESTS[$short]}")
       note=" (left out ${SLOW_TESTS[$short]}; MYNAH_CROSS_SLOW=1 runs it)"
