@@ -74,6 +74,11 @@ func (f *fleet) start(t testing.TB, bin, broker, node, voices, extra string) (di
 		t.Fatal(err)
 	}
 	status := mqtttest.Subscribe(t, broker, daemon.StatusTopic(node))
+	// The state comes once the daemon has its subscriptions ("online" is
+	// its connection's, before them): a first start has no session at the
+	// broker, so an announcement sent between the two would be lost (seen
+	// under qemu).
+	state := mqtttest.Subscribe(t, broker, "mynah/"+node+"/state")
 	// A persistent session: events sent while the broker restarts are
 	// kept for it.
 	f.events[node] = collectEvents(mqtttest.SubscribeSession(t, broker, "mynah/"+node+"/event", "fleet-watcher-"+node))
@@ -89,6 +94,11 @@ func (f *fleet) start(t testing.TB, bin, broker, node, voices, extra string) (di
 			t.Fatalf("%s not online within %v\n%s", node, wait, &f.runs[node].stderr)
 		}
 		break
+	}
+	select {
+	case <-state:
+	case <-time.After(wait):
+		t.Fatalf("%s published no state within %v\n%s", node, wait, &f.runs[node].stderr)
 	}
 	return dir
 }
