@@ -58,7 +58,9 @@ func TestRenderNodesServeRemotes(t *testing.T) {
 	for i := range 5 {
 		node := fmt.Sprintf("r%d", i)
 		remotes = append(remotes, node)
-		f.start(t, bin, broker.URL(), node, voices, "render:\n  mode: remote\n  timeout: 500ms\n")
+		// 500 ms here; a render node under emulation takes longer to answer.
+		timeout := max(500*time.Millisecond, wait/60).Round(time.Millisecond)
+		f.start(t, bin, broker.URL(), node, voices, "render:\n  mode: remote\n  timeout: "+timeout.String()+"\n")
 	}
 	// Each remote offers the render nodes' voice it has no files of.
 	for _, node := range remotes {
