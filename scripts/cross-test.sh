@@ -254,7 +254,7 @@ main() {
     if [ "$status" = failed ]; then
       failed=1
       step "$short failed on $cpu ($log):"
-      failures "$log" | head -n 60 >&2
+      failures "$log" | head -n 60 >&2 || true # head may close the pipe early (SIGPIPE under pipefail)
     fi
   }
 
