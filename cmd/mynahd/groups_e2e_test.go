@@ -30,6 +30,13 @@ type fleet struct {
 	device string
 }
 
+// fleetLead is the members' groups.lead: the default 500 ms here, longer
+// by the measured pace on a slower CPU (under qemu a member could not
+// synthesize its first sentence within 500 ms and dropped it late).
+func fleetLead() time.Duration {
+	return max(daemon.DefaultGroupLead, wait/60).Round(time.Millisecond)
+}
+
 // startFleet starts n mynahd members of group (nodes m0…), sharing the
 // demo voice and its optimized copy, each with its own cache and spool,
 // audio on the paced null device (a DAC clock on the system clock), and
@@ -39,7 +46,7 @@ func startFleet(t testing.TB, bin, broker, group string, n int) *fleet {
 	f := &fleet{events: map[string]*eventLog{}, runs: map[string]*killRun{}}
 	voices := fleetVoices(t)
 	for i := range n {
-		f.start(t, bin, broker, fmt.Sprintf("m%d", i), voices, "groups: ["+group+"]\n")
+		f.start(t, bin, broker, fmt.Sprintf("m%d", i), voices, "groups:\n  names: ["+group+"]\n  lead: "+fleetLead().String()+"\n")
 	}
 	return f
 }
@@ -268,7 +275,7 @@ func TestGroupAnnouncementsInSync(t *testing.T) {
 
 	// Agreed before the members see the request: all of them play at
 	// the proposal that was first on the sync topic, not their own.
-	at := float64(time.Now().Add(900*time.Millisecond).UnixMicro()) / 1000
+	at := float64(time.Now().Add(fleetLead()+400*time.Millisecond).UnixMicro()) / 1000
 	mqtttest.Publish(t, broker.URL(), daemon.GroupTopic("all", "sync"), fmt.Appendf(nil, `{"id":"w1","play_at":%.3f,"node":"elsewhere"}`, at), false)
 	say(`{"id":"w1","text":"First."}`)
 	ids = append(ids, "w1")
