@@ -63,17 +63,15 @@ func (vs *Engine) Describe() []VoiceInfo {
 		}
 		out = append(out, info)
 	}
-	for _, name := range vs.remoteVoiceNames() {
-		if _, installed := paths[name]; installed {
+	for _, rv := range vs.catalogVoices() {
+		if _, installed := paths[rv.Name]; installed || slices.ContainsFunc(out, func(v VoiceInfo) bool { return v.Name == rv.Name }) {
 			continue
 		}
-		if rv, ok := vs.remoteVoice(name); ok {
-			info := VoiceInfo{Name: rv.Name, Kind: KindRemote, Speakers: rv.Speakers, SampleRate: rv.SampleRate}
-			if rv.Language != "" {
-				info.Languages = []string{rv.Language}
-			}
-			out = append(out, info)
+		info := VoiceInfo{Name: rv.Name, Kind: KindRemote, Speakers: rv.Speakers, SampleRate: rv.SampleRate}
+		if rv.Language != "" {
+			info.Languages = []string{rv.Language}
 		}
+		out = append(out, info)
 	}
 	slices.SortFunc(out, func(a, b VoiceInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out

@@ -306,11 +306,9 @@ func (vs *Engine) Voices() []string {
 	}
 	vs.set.mu.Unlock()
 	out := slices.Collect(maps.Keys(names))
-	if vs.remoteVoices != nil && vs.remote != nil && !vs.remoteRenderBy && vs.store != nil {
-		for _, v := range vs.remoteVoices() {
-			if _, ok := names[v.Name]; !ok && !slices.Contains(out, v.Name) {
-				out = append(out, v.Name)
-			}
+	for _, v := range vs.catalogVoices() {
+		if _, ok := names[v.Name]; !ok && !slices.Contains(out, v.Name) {
+			out = append(out, v.Name)
 		}
 	}
 	slices.Sort(out)

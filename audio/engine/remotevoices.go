@@ -37,7 +37,8 @@ const remoteSilence = voice.DefaultSentenceSilence
 // remoteVoice returns the catalog entry of name when this node has no
 // voice of that name and asks render nodes for every miss.
 func (vs *Engine) remoteVoice(name string) (RemoteVoice, bool) {
-	if vs.remoteVoices == nil || vs.remote == nil || vs.remoteRenderBy || vs.store == nil {
+	catalog := vs.catalogVoices()
+	if catalog == nil {
 		return RemoteVoice{}, false
 	}
 	if paths, err := vs.scan(); err == nil {
@@ -45,7 +46,7 @@ func (vs *Engine) remoteVoice(name string) (RemoteVoice, bool) {
 			return RemoteVoice{}, false
 		}
 	}
-	for _, v := range vs.remoteVoices() {
+	for _, v := range catalog {
 		if v.Name == name {
 			return v, true
 		}
@@ -53,17 +54,13 @@ func (vs *Engine) remoteVoice(name string) (RemoteVoice, bool) {
 	return RemoteVoice{}, false
 }
 
-// remoteVoiceNames lists the render nodes' voices this node may speak
-// (none unless it asks render nodes for every miss).
-func (vs *Engine) remoteVoiceNames() []string {
+// catalogVoices is the render nodes' catalog when this node speaks
+// their voices (it asks render nodes for every miss), else nothing.
+func (vs *Engine) catalogVoices() []RemoteVoice {
 	if vs.remoteVoices == nil || vs.remote == nil || vs.remoteRenderBy || vs.store == nil {
 		return nil
 	}
-	var out []string
-	for _, v := range vs.remoteVoices() {
-		out = append(out, v.Name)
-	}
-	return out
+	return vs.remoteVoices()
 }
 
 // speakRemote says s with a voice only the render nodes have: the text
