@@ -25,13 +25,12 @@ const DefaultHotBytes = 2 << 20
 // purge, an eviction or a replacement there ends it. The audio is
 // shared: callers never change a Chunk's samples.
 type hotPhrases struct {
-	mu       sync.Mutex
-	max      int64
-	bytes    int64
-	byKey    map[cache.PhraseKey]*list.Element
-	lru      list.List // of *hotPhrase, front most recent
-	hits     uint64
-	replaced uint64
+	mu    sync.Mutex
+	max   int64
+	bytes int64
+	byKey map[cache.PhraseKey]*list.Element
+	lru   list.List // of *hotPhrase, front most recent
+	hits  uint64
 }
 
 type hotPhrase struct {
@@ -67,7 +66,6 @@ func (h *hotPhrases) get(key cache.PhraseKey, store *cache.Store) (pcm audio.PCM
 	}
 	if !present || stamp != e.stamp {
 		h.removeLocked(el)
-		h.replaced++
 		return audio.PCM{}, false, !present
 	}
 	h.lru.MoveToFront(el)
