@@ -10,8 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/mynah-tts/mynah/audio/engine/enginetest"
-	"github.com/mynah-tts/mynah/systemd"
 	"log/slog"
 	"net"
 	neturl "net/url"
@@ -19,16 +17,21 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/mynah-tts/mynah/audio"
 	"github.com/mynah-tts/mynah/audio/audiotest"
 	"github.com/mynah-tts/mynah/audio/engine"
+	"github.com/mynah-tts/mynah/audio/engine/enginetest"
 	"github.com/mynah-tts/mynah/cmd/internal/config"
 	"github.com/mynah-tts/mynah/daemon"
 	"github.com/mynah-tts/mynah/daemon/mqtt"
 	"github.com/mynah-tts/mynah/daemon/mqtt/mqtttest"
+	"github.com/mynah-tts/mynah/systemd"
 )
 
 // alsaCapture holds what PortAudio played in this test process.
@@ -268,6 +271,53 @@ func TestSayThroughPortAudio(t *testing.T) {
 	if !bytes.Equal(played, wantBytes) {
 		t.Fatalf("PortAudio played %d bytes, the voice made %d", len(played), len(wantBytes))
 	}
+}
+
+// TestCommandAtFirstOnline: a node's very first start on a broker that
+// keeps its sessions, as a member of a group (its render client and
+// clock probe subscribe on the daemon's connection before the daemon
+// does). A command published the moment the status says "online" must be
+// spoken: the broker has subscriptions for it by then. (Here the window
+// the old code left, render client subscribed → daemon subscribed, is a
+// few milliseconds: this test caught it once that was 50 ms, as on a
+// slow board; daemon/mqtt's TestOnlineWaitsForTheDaemonsSubscription
+// catches it at any speed.)
+func TestCommandAtFirstOnline(t *testing.T) {
+	broker := mqtttest.StartMosquitto(t)
+	cfg := testConfig(t, broker.URL(), "null")
+	cfg.Node = "porch"
+	cfg.Groups.Names = []string{"outside"}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// The command goes out from the status message's handler, without a
+	// round trip of the test's between "online" and the publish.
+	ev := watchEvents(t, broker.URL(), cfg.Node)
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("at-online-publisher"))
+	if tok := pub.Connect(); !tok.WaitTimeout(wait) || tok.Error() != nil {
+		t.Fatalf("connect the publisher: %v", tok.Error())
+	}
+	defer pub.Disconnect(100)
+	sent := make(chan struct{})
+	var once sync.Once
+	tok := pub.Subscribe(daemon.StatusTopic(cfg.Node), 1, func(c paho.Client, m paho.Message) {
+		if string(m.Payload()) == mqtt.StatusOnline {
+			once.Do(func() {
+				c.Publish("mynah/porch/say", 1, false, `{"id":"at-online","text":"The door is open."}`)
+				close(sent)
+			})
+		}
+	})
+	if !tok.WaitTimeout(wait) || tok.Error() != nil {
+		t.Fatalf("subscribe: %v", tok.Error())
+	}
+	startDaemon(t, cfg)
+	select {
+	case <-sent:
+	case <-time.After(wait):
+		t.Fatal("mynahd never came online")
+	}
+	ev.next(stateID("finished", "at-online"))
 }
 
 // TestBrokerKilledAndRestarted: SIGKILL the broker while mynahd is

@@ -359,7 +359,8 @@ func connectMQTT(ctx context.Context, cfg config.Config, broker string, role int
 		KeepAlive:          cfg.MQTT.Keepalive,
 		StatusTopic:        status,
 		NoStatus:           status == "",
-		ManualAck:          !tool, // say commands are acknowledged once spooled
+		HelpersListen:      role == asRender, // its status says render.Serve listens
+		ManualAck:          !tool,            // say commands are acknowledged once spooled
 		CleanSession:       role == asRender,
 		Logger:             log.With("component", "mqtt"),
 	})

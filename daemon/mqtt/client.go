@@ -30,7 +30,9 @@
 //     retries what matters), and returns nil only on the broker's PUBACK,
 //     also for a message paho resent after a reconnect.
 //   - Last will "offline" (QoS 1, retained) on StatusTopic; "online" after
-//     every connect; "offline" again on Close.
+//     every connect once the subscriptions are renewed (on the first
+//     connect: once Subscribe, not a helper's transport, has subscribed);
+//     "offline" again on Close.
 package mqtt
 
 import (
@@ -91,10 +93,11 @@ type Client struct {
 	// (which would make the broker send retained messages twice).
 	attempting bool
 	renewed    chan struct{}
-	// onlinePending is set when a connect found nothing subscribed yet:
-	// "online" then waits for the first Subscribe, so nobody is told the
-	// daemon listens before it does (a fresh session would drop commands
-	// published in between).
+	// onlinePending is set when a connect found nothing subscribed yet
+	// but side subscriptions: "online" then waits for the first
+	// Subscribe, so nobody is told the daemon listens before it does (a
+	// fresh session would drop commands published in between). mynahd's
+	// render client subscribes before the daemon does.
 	onlinePending bool
 }
 
@@ -239,7 +242,9 @@ func (c *Client) onConnect(paho.Client) {
 	seen := make(map[string]bool)
 	var filters []string
 	var connected []func()
+	listening := false
 	for _, s := range c.subs {
+		listening = listening || !s.side
 		if s.connected != nil {
 			connected = append(connected, s.connected)
 		}
@@ -252,7 +257,7 @@ func (c *Client) onConnect(paho.Client) {
 	}
 	// Decided under the same lock as the snapshot: a Subscribe that comes
 	// after it finds the flag and announces "online" itself.
-	c.onlinePending = len(filters) == 0
+	c.onlinePending = !listening
 	c.mu.Unlock()
 	defer c.wg.Done()
 
@@ -267,7 +272,7 @@ func (c *Client) onConnect(paho.Client) {
 	if renewed != nil {
 		close(renewed)
 	}
-	if len(filters) > 0 {
+	if listening {
 		c.publishOnline(log)
 	}
 	for _, fn := range connected {

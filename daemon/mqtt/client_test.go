@@ -349,6 +349,87 @@ func TestSessionBacklogBeforeSubscribe(t *testing.T) {
 	cnt.mu.Unlock()
 }
 
+// TestOnlineWaitsForTheDaemonsSubscription: on a node's very first
+// connect mynahd's render client subscribes (through RenderTransport)
+// before the daemon does. "online" must wait for the daemon's Subscribe:
+// a command sent at "online" would otherwise reach a fresh session with
+// no subscription for it, and the broker would drop it.
+func TestOnlineWaitsForTheDaemonsSubscription(t *testing.T) {
+	t.Parallel()
+	m := mqtttest.StartMosquitto(t)
+	node := uniq()
+	watch := mqtttest.Subscribe(t, m.URL(), "mynah/"+node+"/#")
+	tc := connectClient(t, m.URL(), node, nil)
+	tc.waitConnected(t)
+	side := make(chan string, 4)
+	err := tc.RenderTransport().Subscribe([]string{"mynah/render/node/" + node + "/req"},
+		func(_ string, payload []byte) { side <- string(payload) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The side subscription is acknowledged; a fence published after it
+	// reaches the watcher after anything the client published before.
+	mqtttest.Publish(t, m.URL(), "mynah/"+node+"/fence", []byte("fence"), false)
+	for msg := waitTopic(t, watch, "mynah/"+node+"/"); string(msg.Payload) != "fence"; msg = waitTopic(t, watch, "mynah/"+node+"/") {
+		if msg.Topic == tc.status && string(msg.Payload) == mqtt.StatusOnline {
+			t.Fatal(`"online" published after a side subscription, before the daemon subscribed`)
+		}
+	}
+	// The daemon subscribes: now it says so, and a command sent at
+	// "online" is received.
+	cnt := newCounter()
+	if err := tc.Subscribe([]string{"mynah/" + node + "/say"}, cnt.handle, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitPayload(t, watch, mqtt.StatusOnline, nil)
+	mqtttest.Publish(t, m.URL(), "mynah/"+node+"/say", []byte("at online"), false)
+	cnt.waitAll(t, []string{"at online"})
+	// The side subscription works too.
+	mqtttest.Publish(t, m.URL(), "mynah/render/node/"+node+"/req", []byte("req"), false)
+	select {
+	case got := <-side:
+		if got != "req" {
+			t.Errorf("side handler got %q", got)
+		}
+	case <-time.After(wait):
+		t.Fatal("side subscription received nothing")
+	}
+}
+
+// TestOnlineAfterHelpersWhenTheyListen: a render node's own connection
+// (HelpersListen) exists for render.Serve, so its first "online" follows
+// the render transport's subscription.
+func TestOnlineAfterHelpersWhenTheyListen(t *testing.T) {
+	t.Parallel()
+	url := mqtttest.StartEmbedded(t).URL()
+	node := uniq()
+	watch := mqtttest.Subscribe(t, url, "mynah/"+node+"/status")
+	tc := connectClient(t, url, node, func(o *mqtt.Options) { o.HelpersListen = true })
+	tc.waitConnected(t)
+	err := tc.RenderTransport().Subscribe([]string{"mynah/render/node/" + node + "/req"}, func(string, []byte) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPayload(t, watch, mqtt.StatusOnline, nil)
+}
+
+// waitTopic returns the next message on ch whose topic starts with prefix.
+func waitTopic(t testing.TB, ch <-chan daemon.Message, prefix string) daemon.Message {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		select {
+		case m := <-ch:
+			if strings.HasPrefix(m.Topic, prefix) {
+				return m
+			}
+		case <-deadline:
+			t.Fatalf("no message under %s within %v", prefix, wait)
+			return daemon.Message{}
+		}
+	}
+}
+
 // TestOverlappingSubscriptions: a message matching the filters of two
 // Subscribe calls reaches each handler once; one matching only the first
 // reaches only the first.

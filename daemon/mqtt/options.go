@@ -90,6 +90,15 @@ type Options struct {
 	// after the first Subscribe), and Close publishes "offline".
 	StatusTopic string
 
+	// HelpersListen makes the subscriptions of the helper transports
+	// (RenderTransport, ClockTransport) count for the first connect's
+	// "online", for a connection that exists for them (a render node's
+	// own). By default "online" waits for Subscribe: on mynahd's
+	// connection the render client subscribes before the daemon, and a
+	// command sent at an earlier "online" would reach a fresh session
+	// with nothing subscribed for it.
+	HelpersListen bool
+
 	// NoStatus marks a short-lived tool connection that is not the device
 	// (mynahd -unregister): no last will, no "online", no "offline", and no
 	// StatusTopic needed. Without it such a tool would announce the real
@@ -121,7 +130,7 @@ type Options struct {
 	// render), whose shared subscription must not stay a member while the
 	// node is offline, or the broker goes on handing it its share of the
 	// requests, which are lost (mosquitto#1747). Give it a ClientID of
-	// its own, and NoStatus.
+	// its own and a status topic of its own (the render node's).
 	CleanSession bool
 
 	// Logger receives connection events; nil discards them.
@@ -146,6 +155,7 @@ type settings struct {
 	pubTimeout  time.Duration
 	maxBackoff  time.Duration
 	statusTopic string
+	helpers     bool // HelpersListen
 	onConnect   func()
 	manualAck   bool
 	clean       bool
@@ -167,6 +177,7 @@ func (o *Options) resolve() (*settings, error) {
 		pubTimeout:  o.PublishTimeout,
 		maxBackoff:  o.MaxReconnectInterval,
 		statusTopic: o.StatusTopic,
+		helpers:     o.HelpersListen,
 		onConnect:   o.OnConnect,
 		manualAck:   o.ManualAck,
 		clean:       o.CleanSession,

@@ -240,7 +240,7 @@ func TestRenderACL(t *testing.T) {
 	id := uniq()
 	serve := connectClient(t, m.URL(), "serve-"+id, func(o *mqtt.Options) {
 		as("render", "r-secret", true)(o)
-		o.NoStatus, o.StatusTopic = false, render.NodeTopic("s0", render.NodeStatus)
+		o.NoStatus, o.StatusTopic, o.HelpersListen = false, render.NodeTopic("s0", render.NodeStatus), true
 	})
 	w := &watchedTransport{Transport: serve.RenderTransport(), subscribed: make(chan struct{}), topics: make(map[string]int)}
 	ctx, cancel := context.WithCancel(context.Background())

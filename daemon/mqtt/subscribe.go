@@ -17,6 +17,11 @@ type subscription struct {
 	filters   []string
 	handle    func(daemon.Message)
 	connected func() // nil: the subscriber does not care about reconnects
+	// side marks a helper transport's subscription (render client,
+	// clock probe) on a connection whose "online" says the daemon's
+	// commands are listened to: it does not release a pending "online"
+	// (see onlinePending and Options.HelpersListen).
+	side bool
 }
 
 // Subscribe subscribes to filters at QoS 1 and calls handle for every
@@ -37,6 +42,12 @@ type subscription struct {
 // Subscribe is called need not be reported (the subscriber knows it is
 // up), though one that came up just before the call may be.
 func (c *Client) Subscribe(filters []string, handle func(daemon.Message), connected func()) error {
+	return c.subscribe(filters, handle, connected, false)
+}
+
+// subscribe is Subscribe, for the helper transports with helper set.
+func (c *Client) subscribe(filters []string, handle func(daemon.Message), connected func(), helper bool) error {
+	side := helper && !c.s.helpers
 	if handle == nil {
 		return errors.New("subscribe: nil handler")
 	}
@@ -48,7 +59,7 @@ func (c *Client) Subscribe(filters []string, handle func(daemon.Message), connec
 			return fmt.Errorf("subscribe: %w", err)
 		}
 	}
-	sub := &subscription{filters: append([]string(nil), filters...), handle: handle, connected: connected}
+	sub := &subscription{filters: append([]string(nil), filters...), handle: handle, connected: connected, side: side}
 
 	c.dispatchMu.Lock()
 	c.mu.Lock()
@@ -107,6 +118,9 @@ func (c *Client) Subscribe(filters []string, handle func(daemon.Message), connec
 		}
 		c.mu.Unlock()
 		return fmt.Errorf("subscribe %q: %w", filters, err)
+	}
+	if side {
+		return nil
 	}
 	c.mu.Lock()
 	pending := c.onlinePending
