@@ -13,8 +13,11 @@
 # run finds it there. The models, sherpa's copies (metadata_props and
 # tokens.txt written by audio/voice/peer) and the raw benchmark output
 # (var/bench-peer.txt) go under var/. MYNAH_PEER_ROUNDS (timed passes over
-# the sentences, default 3) and MYNAH_PEER_STARTS (worker starts per side,
-# default 5, at least 3) trade time for steadier medians. mynah's side runs with
+# the sentences, default 3), MYNAH_PEER_STARTS (worker starts per side,
+# default 9), MYNAH_PEER_FIRSTS (of them, first starts without an
+# optimized copy, default 3) and MYNAH_PEER_INSTALLS (starts right after
+# an install's prepare, default 3; at least one start is left for later
+# starts) trade time for steadier medians. mynah's side runs with
 # mynahd's C allocator tuning; MYNAH_MALLOC_TUNE=0 measures it with glibc's
 # defaults instead.
 set -euo pipefail
@@ -104,7 +107,7 @@ fi
 grep -q '^BenchmarkPeerSherpa/' var/bench-peer.txt || die "the benchmark reported nothing (output in var/bench-peer.txt)"
 
 echo
-awk -v rounds="${MYNAH_PEER_ROUNDS:-3}" -v starts="${MYNAH_PEER_STARTS:-5}" '
+awk -v rounds="${MYNAH_PEER_ROUNDS:-3}" -v starts="${MYNAH_PEER_STARTS:-9}" -v firsts="${MYNAH_PEER_FIRSTS:-3}" -v installs="${MYNAH_PEER_INSTALLS:-3}" '
   # The ratio is the benchmark'"'"'s: for times, the median of back-to-back
   # pairs, which can differ a little from the medians'"'"' quotient.
   function row(label, key, digits,   m, s, r, f, k) {
@@ -133,7 +136,7 @@ awk -v rounds="${MYNAH_PEER_ROUNDS:-3}" -v starts="${MYNAH_PEER_STARTS:-5}" '
     row("peak RSS once loaded (MB)", "loadpeak-MB", 1)
     row("RSS before the load (MB)", "base-MB", 1)
     row("audio of the 10 sentences (s)", "audio-s", 2)
-    printf "\n%s; one intra-op thread each; times are medians of %s timed passes and %s starts, time ratios medians of back-to-back pairs.\n", runtimes, rounds, starts
+    printf "\n%s; one intra-op thread each; times are medians of %s timed passes and %s starts (%s first, %s after an install, the rest later starts), time ratios medians of back-to-back pairs.\n", runtimes, rounds, starts, firsts, installs
   }
 ' var/bench-peer.txt
 step "done in $((SECONDS - started)) s (raw output: var/bench-peer.txt)"

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/mynah-tts/mynah/audio/voice"
@@ -25,7 +26,9 @@ const (
 	espeakDataEnv  = "MYNAH_PEER_ESPEAK_DATA"  // espeak-ng-data for sherpa
 	dirEnv         = "MYNAH_PEER_DIR"          // where the models are written (default: a temp dir)
 	roundsEnv      = "MYNAH_PEER_ROUNDS"       // timed rounds of the sentences (default 3)
-	startsEnv      = "MYNAH_PEER_STARTS"       // worker starts per side (default 5)
+	startsEnv      = "MYNAH_PEER_STARTS"       // worker starts per side (default 9)
+	firstsEnv      = "MYNAH_PEER_FIRSTS"       // of them, first starts: no optimized copy (default 3)
+	installsEnv    = "MYNAH_PEER_INSTALLS"     // of them, starts right after an install's prepare (default 3)
 	nodeEnv        = "MYNAH_PEER_NODE"         // the node binary (default: node on PATH)
 )
 
@@ -119,7 +122,7 @@ func BenchmarkPeerSherpa(b *testing.B) {
 // peerSetup is the benchmark's environment, checked.
 type peerSetup struct {
 	nodeModules, espeakData, workerJS, node, dir string
-	rounds, starts                               int
+	rounds, starts, firsts, installs             int
 }
 
 func peerEnv(b *testing.B) peerSetup {
@@ -151,9 +154,12 @@ func peerEnv(b *testing.B) peerSetup {
 		s.dir = b.TempDir()
 	}
 	s.rounds = envInt(b, roundsEnv, 3)
-	s.starts = envInt(b, startsEnv, 5)
-	if s.starts < 3 {
-		b.Fatalf("%s=%d: want at least 3 (mynah's first start finds no optimized copy, the second follows the install's prepare, the others are later starts)", startsEnv, s.starts)
+	s.starts = envInt(b, startsEnv, 9)
+	s.firsts = envInt(b, firstsEnv, 3)
+	s.installs = envInt(b, installsEnv, 3)
+	if s.starts < s.firsts+s.installs+1 {
+		b.Fatalf("%s=%d: want at least %s+%s+1 = %d (mynah's first %d starts find no optimized copy, the next %d each follow an install's prepare, the others are later starts)",
+			startsEnv, s.starts, firstsEnv, installsEnv, s.firsts+s.installs+1, s.firsts, s.installs)
 	}
 	return s
 }
@@ -203,6 +209,9 @@ func preparePair(b *testing.B, env peerSetup, m peerModel) peerPair {
 	if len(sv.Skipped) > 0 {
 		b.Logf("%s: tokens.txt leaves out %d symbols sherpa cannot hold (one codepoint, one id each): %q", m.name, len(sv.Skipped), sv.Skipped)
 	}
+	// The two copies just written (60 MB each for the 15 M model) go to
+	// the disk now, not by the kernel's writeback during a timed load.
+	syscall.Sync()
 	return peerPair{voicesDir: voicesDir, voiceName: m.name, model: path, optimizedDir: filepath.Join(root, "optimized"), sherpa: sv}
 }
 
@@ -226,7 +235,8 @@ type side struct {
 
 type peerResult struct {
 	mynah, sherpa side
-	prepare       float64 // ms, mynah voice install's prepare
+	prepare       []float64 // ms, mynah voice install's prepare, one per install start
+	later         int       // later starts
 }
 
 // mynahCmd is a start of the mynah worker; wantOptimized makes it fail
@@ -283,31 +293,37 @@ func (p peerPair) sherpaCmd(env peerSetup) *exec.Cmd {
 // last pair stays up), then speaks the sentences interleaved: one pass to
 // warm up, after which peak RSS is read, then env.rounds timed passes.
 //
-// mynah's first start is a voice copied in by hand: no optimized copy,
-// so it loads the model as its file has it and builds the copy in the
-// background. That start is closed before sherpa's first start (its close
-// waits for the build), so that sherpa does not share the machine with
-// it; its copy is then thrown away and the install's prepare builds it
-// again, timed, so the second start is the first after `mynah voice
-// install`; the others are later starts.
+// mynah's first env.firsts starts are of a voice copied in by hand: no
+// optimized copy, so it loads the model as its file has it and builds the
+// copy in the background. Each is closed before sherpa's start of the pair
+// (its close waits for the build), so that sherpa does not share the
+// machine with it, and the copy is thrown away before the next. Before
+// each of the next env.installs starts the copy is thrown away and the
+// install's prepare builds it again, timed, so each is a first start
+// after `mynah voice install`; the others are later starts.
 func measurePeers(b *testing.B, env peerSetup, p peerPair) peerResult {
 	b.Helper()
-	r := peerResult{mynah: side{name: "mynah"}, sherpa: side{name: "sherpa"}}
+	r := peerResult{mynah: side{name: "mynah"}, sherpa: side{name: "sherpa"}, later: env.starts - env.firsts - env.installs}
 	var mw, sw *peer.Worker
 	for i := range env.starts {
-		progress("%s: start %d/%d of each worker", p.voiceName, i+1, env.starts)
-		mw = startSide(b, &r.mynah, p.mynahCmd(i > 0))
-		if i == 0 {
-			closeWorker(b, mw)
+		first, install := i < env.firsts, i >= env.firsts && i < env.firsts+env.installs
+		if first || install {
 			if err := os.RemoveAll(p.optimizedDir); err != nil {
 				b.Fatal(err)
 			}
+		}
+		if install {
 			progress("%s: mynah voice install's prepare", p.voiceName)
-			r.prepare = p.prepare(b)
+			r.prepare = append(r.prepare, p.prepare(b))
+		}
+		progress("%s: start %d/%d of each worker", p.voiceName, i+1, env.starts)
+		mw = startSide(b, &r.mynah, p.mynahCmd(!first))
+		if first {
+			closeWorker(b, mw)
 		}
 		sw = startSide(b, &r.sherpa, p.sherpaCmd(env))
 		if i < env.starts-1 {
-			if i > 0 {
+			if !first {
 				closeWorker(b, mw)
 			}
 			closeWorker(b, sw)
@@ -428,6 +444,8 @@ func median(v []float64) float64 {
 func (r peerResult) report(b *testing.B) {
 	n := float64(len(peerSentences))
 	m, s := r.mynah, r.sherpa
+	firsts := len(m.load) - len(r.prepare) - r.later // the first install start
+	later := firsts + len(r.prepare)                 // the first later start
 	mb := func(v int64) float64 { return float64(v) / (1 << 20) }
 	metrics := []struct {
 		key          string
@@ -435,12 +453,12 @@ func (r peerResult) report(b *testing.B) {
 		ratio        float64
 	}{
 		{"synth-ms/sentence", median(m.rounds) / n, median(s.rounds) / n, pairedRatio(m.rounds, s.rounds)},
-		// The first start is mynah's only load from the model file, and
-		// the second its first after the install's prepare: each stands
-		// apart from the later starts.
-		{"firstload-ms", m.load[0], s.load[0], m.load[0] / s.load[0]},
-		{"installload-ms", m.load[1], s.load[1], m.load[1] / s.load[1]},
-		{"load-ms", median(m.load[2:]), median(s.load[2:]), pairedRatio(m.load[2:], s.load[2:])},
+		// The first starts are mynah's only loads from the model file,
+		// and the next ones each its first after an install's prepare:
+		// they stand apart from the later starts.
+		{"firstload-ms", median(m.load[:firsts]), median(s.load[:firsts]), pairedRatio(m.load[:firsts], s.load[:firsts])},
+		{"installload-ms", median(m.load[firsts:later]), median(s.load[firsts:later]), pairedRatio(m.load[firsts:later], s.load[firsts:later])},
+		{"load-ms", median(m.load[later:]), median(s.load[later:]), pairedRatio(m.load[later:], s.load[later:])},
 		{"ready-ms", median(m.ready), median(s.ready), pairedRatio(m.ready, s.ready)},
 		{"peak-MB", mb(m.peak), mb(s.peak), float64(m.peak) / float64(s.peak)},
 	}
@@ -449,7 +467,7 @@ func (r peerResult) report(b *testing.B) {
 		b.ReportMetric(x.sherp, "sherpa-"+x.key)
 		b.ReportMetric(x.ratio, ratioUnit(x.key))
 	}
-	b.ReportMetric(r.prepare, "mynah-prepare-ms")
+	b.ReportMetric(median(r.prepare), "mynah-prepare-ms")
 	b.ReportMetric(m.audio, "mynah-audio-s")
 	b.ReportMetric(s.audio, "sherpa-audio-s")
 	b.ReportMetric(mb(m.base), "mynah-base-MB")
@@ -459,7 +477,7 @@ func (r peerResult) report(b *testing.B) {
 	b.ReportMetric(0, "ns/op") // the whole comparison's time says nothing
 	b.Logf("mynah: %s; sherpa: %s", m.runtime, s.runtime)
 	b.Logf("synthesis of %d sentences per timed round (ms): mynah %.1f, sherpa %.1f", len(peerSentences), m.rounds, s.rounds)
-	b.Logf("mynah voice install's prepare: %.1f ms", r.prepare)
+	b.Logf("mynah voice install's prepare (ms): %.1f", r.prepare)
 	b.Logf("cold load (ms): mynah %.1f, sherpa %.1f; start→ready (ms): mynah %.1f, sherpa %.1f", m.load, s.load, m.ready, s.ready)
 	b.Logf("audio of one pass: mynah %.2f s, sherpa %.2f s", m.audio, s.audio)
 	b.Logf("RSS before the load: mynah %.1f MB, sherpa %.1f MB; peak once loaded: mynah %.1f MB, sherpa %.1f MB", mb(m.base), mb(s.base), mb(m.loadPeak), mb(s.loadPeak))
