@@ -3,7 +3,6 @@ package wyoming
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -631,17 +630,15 @@ func (cn *conn) writeFormat(typ string, rate, channels int) error {
 }
 
 // writeAudio sends p as audio-chunk events of SamplesPerChunk frames, s16le.
-// An empty p is sent as one empty chunk.
+// An empty p is sent as one empty chunk. Each chunk is framed straight
+// into one buffer (appendAudioChunk): a cache hit's whole answer is
+// these, and going through Event and JSON cost five allocations a chunk.
 func (cn *conn) writeAudio(p audio.PCM) error {
 	step := cn.s.o.SamplesPerChunk * p.Channels
 	for i := 0; i < len(p.Samples) || i == 0; i += step {
 		part := p.Samples[i:min(i+step, len(p.Samples))]
-		payload := make([]byte, 2*len(part))
-		for j, s := range part {
-			binary.LittleEndian.PutUint16(payload[2*j:], uint16(s))
-		}
-		data, _ := json.Marshal(audioFormat{Rate: p.Rate, Width: 2, Channels: p.Channels, Timestamp: cn.timestamp()})
-		if err := cn.write(Event{Type: typeAudioChunk, Data: data, Payload: payload}); err != nil {
+		f := audioFormat{Rate: p.Rate, Width: 2, Channels: p.Channels, Timestamp: cn.timestamp()}
+		if err := cn.queue(net.Buffers{appendAudioChunk(nil, f, part)}); err != nil {
 			return err
 		}
 		frames := int64(len(part) / p.Channels)
@@ -663,6 +660,11 @@ func (cn *conn) write(ev Event) error {
 	if err != nil {
 		return err
 	}
+	return cn.queue(frame)
+}
+
+// queue is write for an encoded frame.
+func (cn *conn) queue(frame net.Buffers) error {
 	for {
 		ok, err := cn.q.put(frame)
 		if err != nil || ok {

@@ -3,6 +3,7 @@ package wyoming
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -259,4 +260,35 @@ func encodeEvent(e Event) (net.Buffers, error) {
 		bufs = append(bufs, e.Payload)
 	}
 	return bufs, nil
+}
+
+// appendAudioChunk appends the frame of an audio-chunk event of samples
+// (s16le) in format f to dst, byte for byte what encodeEvent makes of it,
+// in one buffer.
+func appendAudioChunk(dst []byte, f audioFormat, samples []int16) []byte {
+	var d [96]byte
+	data := append(d[:0], `{"rate":`...)
+	data = strconv.AppendInt(data, int64(f.Rate), 10)
+	data = append(data, `,"width":`...)
+	data = strconv.AppendInt(data, int64(f.Width), 10)
+	data = append(data, `,"channels":`...)
+	data = strconv.AppendInt(data, int64(f.Channels), 10)
+	data = append(data, `,"timestamp":`...)
+	data = strconv.AppendInt(data, f.Timestamp, 10)
+	data = append(data, '}')
+	if dst == nil {
+		dst = make([]byte, 0, 96+len(data)+2*len(samples))
+	}
+	dst = append(dst, `{"type":"`+typeAudioChunk+`","version":"`+ProtocolVersion+`","data_length":`...)
+	dst = strconv.AppendInt(dst, int64(len(data)), 10)
+	if len(samples) > 0 {
+		dst = append(dst, `,"payload_length":`...)
+		dst = strconv.AppendInt(dst, int64(2*len(samples)), 10)
+	}
+	dst = append(dst, "}\n"...)
+	dst = append(dst, data...)
+	for _, s := range samples {
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(s))
+	}
+	return dst
 }

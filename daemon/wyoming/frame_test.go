@@ -3,6 +3,7 @@ package wyoming
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -170,4 +171,42 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestAppendAudioChunkIsEncodeEvent: the audio path's own framing makes
+// the bytes encodeEvent makes of the same chunk, and ReadEvent reads
+// them back.
+func TestAppendAudioChunkIsEncodeEvent(t *testing.T) {
+	for _, tt := range []struct {
+		f       audioFormat
+		samples []int16
+	}{
+		{audioFormat{Rate: 22050, Width: 2, Channels: 1, Timestamp: 0}, []int16{0, 1, -1, 32767, -32768}},
+		{audioFormat{Rate: 16000, Width: 2, Channels: 2, Timestamp: 123456789}, []int16{7, -7}},
+		{audioFormat{Rate: 22050, Width: 2, Channels: 1, Timestamp: 46}, nil}, // the empty chunk
+		{audioFormat{Rate: 48000, Width: 2, Channels: 1, Timestamp: 1 << 40}, make([]int16, 1024)},
+	} {
+		payload := make([]byte, 2*len(tt.samples))
+		for j, s := range tt.samples {
+			binary.LittleEndian.PutUint16(payload[2*j:], uint16(s))
+		}
+		data, err := json.Marshal(tt.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frame, err := encodeEvent(Event{Type: typeAudioChunk, Data: data, Payload: payload})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := bytes.Join(frame, nil)
+		got := appendAudioChunk(nil, tt.f, tt.samples)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%+v, %d samples:\n got %q\nwant %q", tt.f, len(tt.samples), got, want)
+			continue
+		}
+		e, err := ReadEvent(bufio.NewReader(bytes.NewReader(got)), Limits{MaxPayloadBytes: 1 << 20})
+		if err != nil || e.Type != typeAudioChunk || !bytes.Equal(e.Payload, payload) {
+			t.Errorf("%+v: read back %q, %d payload bytes, %v", tt.f, e.Type, len(e.Payload), err)
+		}
+	}
 }

@@ -2,7 +2,10 @@
 // `mynah version`, Home Assistant's device page (sw) and Wyoming's info.
 package version
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+	"sync"
+)
 
 // stamped is set by the build: make build passes
 // -ldflags "-X github.com/mynah-tts/mynah/cmd/internal/version.stamped=$(git describe --tags --always --dirty)".
@@ -10,8 +13,12 @@ var stamped string
 
 // String is the stamped version, else the commit the Go toolchain recorded
 // (its first 12 hex digits, "-dirty" with uncommitted changes: what a plain
-// go build in the repository records), else "dev".
-func String() string {
+// go build in the repository records), else "dev". It is worked out
+// once: Wyoming's voice list carries it on every request, and reading
+// the build info costs a hundred allocations.
+func String() string { return computed() }
+
+var computed = sync.OnceValue(func() string {
 	if stamped != "" {
 		return stamped
 	}
@@ -20,7 +27,7 @@ func String() string {
 		return "dev"
 	}
 	return fromBuildInfo(info)
-}
+})
 
 func fromBuildInfo(info *debug.BuildInfo) string {
 	var rev string
