@@ -85,12 +85,18 @@ func readModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D 
 }
 
 // liftModel encodes m, a checked model, with its 1-D convolutions as 2-D
-// ones (onnx.LiftConv1D, which ONNX Runtime's CPU kernels run faster) into
-// a newModelBuffer, and returns it and the function that frees it; nil
-// when m has none. m is changed.
+// ones (onnx.LiftConv1D, which ONNX Runtime's CPU kernels run faster) and
+// its gathers along the last axis of a constant table as gathers of rows
+// (onnx.GatherTableRows, the same values bit for bit) into a
+// newModelBuffer, and returns it and the function that frees it; nil when
+// m has neither. m is changed.
 func liftModel(m *onnx.Model) ([]byte, func(), error) {
 	n, err := onnx.LiftConv1D(m)
-	if err != nil || n == 0 {
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, err := onnx.GatherTableRows(m)
+	if err != nil || n+rows == 0 {
 		return nil, nil, err
 	}
 	size := proto.Size(m.Proto)
