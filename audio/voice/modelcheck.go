@@ -86,18 +86,24 @@ func readModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D 
 
 // liftModel encodes m, a checked model, with its 1-D convolutions as 2-D
 // ones (onnx.LiftConv1D, which ONNX Runtime's CPU kernels run faster) and
-// its gathers along the last axis of a constant table as gathers of rows
-// (onnx.GatherTableRows, the same values bit for bit) into a
+// two patterns its generic kernels run an element at a time rewritten for
+// its faster ones: gathers along the last axis of a constant table as
+// gathers of rows (onnx.GatherTableRows, the same values bit for bit) and
+// linear upsampling of the last axis as a small matrix product
+// (onnx.ResizeLinearMatMul, the same to float rounding), into a
 // newModelBuffer, and returns it and the function that frees it; nil when
-// m has neither. m is changed.
+// m has none of them. m is changed.
 func liftModel(m *onnx.Model) ([]byte, func(), error) {
-	n, err := onnx.LiftConv1D(m)
-	if err != nil {
-		return nil, nil, err
+	total := 0
+	for _, rewrite := range []func(*onnx.Model) (int, error){onnx.LiftConv1D, onnx.GatherTableRows, onnx.ResizeLinearMatMul} {
+		n, err := rewrite(m)
+		if err != nil {
+			return nil, nil, err
+		}
+		total += n
 	}
-	rows, err := onnx.GatherTableRows(m)
-	if err != nil || n+rows == 0 {
-		return nil, nil, err
+	if total == 0 {
+		return nil, nil, nil
 	}
 	size := proto.Size(m.Proto)
 	buf, free, err := newModelBuffer(size)

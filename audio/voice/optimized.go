@@ -53,7 +53,8 @@ import (
 // directory's flock: shared to open an entry, exclusive to store one.
 
 // optimizedFormat changes whenever the entry's layout or meaning does.
-// "3": gathers of constant tables rewritten (onnx.GatherTableRows).
+// "3": gathers of constant tables and linear upsampling rewritten
+// (onnx.GatherTableRows, onnx.ResizeLinearMatMul).
 const optimizedFormat = "3"
 
 // maxOptimizedMeta bounds the sidecar read.

@@ -351,10 +351,11 @@ type ONNX struct {
 	// Runtime's CPU kernels run faster: a Piper-medium-sized voice
 	// synthesizes in about 0.85 of the time, and its first load takes
 	// about twice as long (later ones load the copy in OptimizedDir).
-	// With it, gathers along the last axis of a constant table are made
-	// gathers of rows (quant/onnx GatherTableRows: the same values, the
-	// demo voice's synthesis in about 0.8 of the time). Default true;
-	// false hands ONNX Runtime the model as the file has it.
+	// With it, gathers along the last axis of a constant table and linear
+	// upsampling of the last axis are rewritten for ONNX Runtime's faster
+	// kernels (quant/onnx GatherTableRows, ResizeLinearMatMul: the demo
+	// voice's synthesis in 0.6 of the time). Default true; false hands
+	// ONNX Runtime the model as the file has it.
 	LiftConv1D bool `yaml:"lift_conv1d"`
 	// OptimizedDir keeps what ONNX Runtime makes of each Piper voice as it
 	// loads it (the optimized graph, in ONNX Runtime's own format, about
