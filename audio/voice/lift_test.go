@@ -114,3 +114,30 @@ func TestDemoTableGathersAreExact(t *testing.T) {
 		t.Fatalf("rewritten gathers: %d samples, as in the file: %d, or they differ", len(out[1]), len(out[0]))
 	}
 }
+
+// TestBlockedLeakyReluSpeaksAlike: the 15 M-parameter voice with its
+// LeakyRelus read through identity convolutions (onnx.BlockLeakyRelu,
+// on by default on x86) speaks the same samples, bit for bit, as with
+// KeepLeakyRelu. Elsewhere both load the same graph.
+func TestBlockedLeakyReluSpeaksAlike(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads the 15 M-parameter voice twice")
+	}
+	rt := enginetest.OpenRuntime(t)
+	dir := mediumVoice(t)
+	var out [2][]float64
+	for i, keep := range []bool{false, true} {
+		p, err := voice.LoadPiper(rt, dir, &voice.PiperOptions{
+			Session:       &ort.SessionOptions{Provider: ort.ProviderCPU, IntraOpThreads: 1, CPUArena: true},
+			KeepLeakyRelu: keep,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i], _ = speak(t, p, still("The front door has been open for ten minutes."))
+		p.Close()
+	}
+	if len(out[0]) == 0 || !slices.Equal(out[0], out[1]) {
+		t.Fatalf("blocked: %d samples, kept: %d, or they differ", len(out[0]), len(out[1]))
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 
+	"golang.org/x/sys/cpu"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -28,7 +30,7 @@ import (
 // is one: on a 60 MB voice it is 35 ms, a fifth of the load. The bytes are
 // freed before it returns (newModelBuffer), those of the file as soon as
 // they are hashed when the session is built from a lifted copy.
-func readModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D bool, saveOptimized string) (sess *ort.Session, model *onnx.Model, saveErr, err error) {
+func readModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, rw rewrites, saveOptimized string) (sess *ort.Session, model *onnx.Model, saveErr, err error) {
 	data, free, err := readModel(path)
 	if err != nil {
 		return nil, nil, nil, err
@@ -54,8 +56,8 @@ func readModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D 
 		return fail(fmt.Errorf("read model %s: %w", path, err))
 	}
 	input, freeInput, lifted := data, free, false
-	if !keep1D {
-		out, freeOut, err := liftModel(m)
+	if !rw.keep1D {
+		out, freeOut, err := liftModel(m, rw.block(so))
 		if err != nil {
 			return fail(fmt.Errorf("%s: %w", path, err))
 		}
@@ -84,18 +86,59 @@ func readModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D 
 	return sess, &onnx.Model{Digest: sum, Size: size}, saveErr, nil
 }
 
+// rewrites says which load-time rewrites (liftModel) a model gets.
+type rewrites struct {
+	keep1D    bool // none: the model as the file has it (KeepConv1D)
+	keepLeaky bool // no onnx.BlockLeakyRelu (KeepLeakyRelu)
+}
+
+// block is the blocked layout's channel block ONNX Runtime uses for
+// sessions of so on this CPU, for onnx.BlockLeakyRelu: 16 with AVX-512,
+// 8 with AVX2, at graph optimization level "all" on the CPU provider; 0
+// where it has none (its NCHWc kernels are x86-only) or rw leaves the
+// rewrite out.
+func (rw rewrites) block(so *ort.SessionOptions) int64 {
+	if rw.keepLeaky || rw.keep1D || runtime.GOARCH != "amd64" {
+		return 0
+	}
+	if so != nil && (so.GraphOptimization != ort.GraphOptimizationAll || !cpuProvider(so.Provider)) {
+		return 0
+	}
+	switch {
+	case cpu.X86.HasAVX512F:
+		return 16
+	case cpu.X86.HasAVX2:
+		return 8
+	}
+	return 0
+}
+
+// cpuProvider reports whether p runs on the CPU provider where it has
+// the choice ("" and auto count: on x86 they take the CPU unless a GPU
+// provider is there, which no rewrite here is for anyway).
+func cpuProvider(p ort.Provider) bool {
+	q, err := ort.ParseProvider(string(p))
+	return err == nil && (q == ort.ProviderAuto || q == ort.ProviderCPU)
+}
+
 // liftModel encodes m, a checked model, with its 1-D convolutions as 2-D
-// ones (onnx.LiftConv1D, which ONNX Runtime's CPU kernels run faster) and
+// ones (onnx.LiftConv1D, which ONNX Runtime's CPU kernels run faster),
 // two patterns its generic kernels run an element at a time rewritten for
 // its faster ones: gathers along the last axis of a constant table as
 // gathers of rows (onnx.GatherTableRows, the same values bit for bit) and
 // linear upsampling of the last axis as a small matrix product
-// (onnx.ResizeLinearMatMul, the same to float rounding), into a
-// newModelBuffer, and returns it and the function that frees it; nil when
-// m has none of them. m is changed.
-func liftModel(m *onnx.Model) ([]byte, func(), error) {
+// (onnx.ResizeLinearMatMul, the same to float rounding), and, with block
+// > 0, its residual stacks' LeakyRelus kept in the blocked layout
+// (onnx.BlockLeakyRelu, bit for bit), into a newModelBuffer, and returns
+// it and the function that frees it; nil when m has none of them. m is
+// changed.
+func liftModel(m *onnx.Model, block int64) ([]byte, func(), error) {
 	total := 0
-	for _, rewrite := range []func(*onnx.Model) (int, error){onnx.LiftConv1D, onnx.GatherTableRows, onnx.ResizeLinearMatMul} {
+	rewrite := []func(*onnx.Model) (int, error){onnx.LiftConv1D, onnx.GatherTableRows, onnx.ResizeLinearMatMul}
+	if block > 0 {
+		rewrite = append(rewrite, func(m *onnx.Model) (int, error) { return onnx.BlockLeakyRelu(m, block) })
+	}
+	for _, rewrite := range rewrite {
 		n, err := rewrite(m)
 		if err != nil {
 			return nil, nil, err

@@ -47,14 +47,15 @@ import (
 // entry whose source file changed, or that an earlier ONNX Runtime or
 // CPU made, is never found again (its key differs) and is removed when
 // the next one of the same file is stored. Entries of the same file under
-// other options (KeepConv1D, the optimization level) are kept: a
+// other options (KeepConv1D, KeepLeakyRelu, the optimization level) are kept: a
 // directory shared by differently set up processes would otherwise
 // rebuild on every load. Such processes (mynahd and `mynah say`) take the
 // directory's flock: shared to open an entry, exclusive to store one.
 
 // optimizedFormat changes whenever the entry's layout or meaning does.
 // "3": gathers of constant tables and linear upsampling rewritten
-// (onnx.GatherTableRows, onnx.ResizeLinearMatMul).
+// (onnx.GatherTableRows, onnx.ResizeLinearMatMul), LeakyRelus kept
+// blocked (onnx.BlockLeakyRelu), KeepLeakyRelu in the key.
 const optimizedFormat = "3"
 
 // maxOptimizedMeta bounds the sidecar read.
@@ -102,7 +103,7 @@ var optimizedTempHook func(path string)
 // (key), and the file's version and the runtime alone (madeFor); key is
 // "" when the options cannot be cached (a GPU provider: its graph is
 // partitioned for the device; or no provider at all).
-func optimizedKeys(rt *ort.Runtime, path string, st os.FileInfo, so *ort.SessionOptions, keep1D bool) (key, madeFor string) {
+func optimizedKeys(rt *ort.Runtime, path string, st os.FileInfo, so *ort.SessionOptions, rw rewrites) (key, madeFor string) {
 	var o ort.SessionOptions
 	if so != nil {
 		o = *so
@@ -119,7 +120,7 @@ func optimizedKeys(rt *ort.Runtime, path string, st os.FileInfo, so *ort.Session
 	madeFor = hashParts(optimizedFormat, path, strconv.FormatInt(st.Size(), 10), strconv.FormatInt(st.ModTime().UnixNano(), 10),
 		strconv.FormatUint(ino, 10), strconv.FormatUint(dev, 10),
 		rt.Version(), rt.LibraryPath(), cpuSignature())
-	key = hashParts(madeFor, o.GraphOptimization.String(), strconv.FormatBool(keep1D), string(p))
+	key = hashParts(madeFor, o.GraphOptimization.String(), strconv.FormatBool(rw.keep1D), strconv.FormatBool(rw.keepLeaky), string(p))
 	return key, madeFor
 }
 

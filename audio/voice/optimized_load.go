@@ -46,10 +46,10 @@ type cacheEntry struct {
 	key, madeFor string
 }
 
-// entry names the entry for the model at path under so and keep1D; false
+// entry names the entry for the model at path under so and rw; false
 // when there is none to have: no cache (c is nil), a model that cannot be
 // stat'ed, or options whose sessions are not kept (optimizedKeys).
-func (c *optimizedCache) entry(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D bool) (cacheEntry, bool) {
+func (c *optimizedCache) entry(rt *ort.Runtime, path string, so *ort.SessionOptions, rw rewrites) (cacheEntry, bool) {
 	if c == nil {
 		return cacheEntry{}, false
 	}
@@ -60,7 +60,7 @@ func (c *optimizedCache) entry(rt *ort.Runtime, path string, so *ort.SessionOpti
 	if err != nil {
 		return cacheEntry{}, false
 	}
-	key, madeFor := optimizedKeys(rt, path, st, so, keep1D)
+	key, madeFor := optimizedKeys(rt, path, st, so, rw)
 	return cacheEntry{cache: c, path: path, st: st, key: key, madeFor: madeFor}, key != ""
 }
 
@@ -88,10 +88,10 @@ func (e cacheEntry) present() bool {
 // file's sha256 and size only. Nothing the cache does fails the load: an
 // entry that cannot be used is rebuilt, one that cannot be kept is not,
 // each with a warning.
-func openModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D bool, cache *optimizedCache, later bool) (*ort.Session, *onnx.Model, modelSource, error) {
-	e, ok := cache.entry(rt, path, so, keep1D)
+func openModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, rw rewrites, cache *optimizedCache, later bool) (*ort.Session, *onnx.Model, modelSource, error) {
+	e, ok := cache.entry(rt, path, so, rw)
 	if !ok {
-		sess, model, _, err := readModelFile(rt, path, so, keep1D, "")
+		sess, model, _, err := readModelFile(rt, path, so, rw, "")
 		return sess, model, fromFile, err
 	}
 	sess, model, err := cache.open(rt, e.key, e.madeFor, e.path, e.st, so)
@@ -102,10 +102,10 @@ func openModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D 
 		cache.log.Warn("optimized model unusable, rebuilt from the model file", "model", e.path, "err", err)
 	}
 	if later {
-		sess, model, _, err := readModelFile(rt, e.path, so, true, "")
+		sess, model, _, err := readModelFile(rt, e.path, so, rewrites{keep1D: true}, "")
 		return sess, model, deferredEntry, err
 	}
-	sess, model, keepErr, err := e.build(rt, so, keep1D)
+	sess, model, keepErr, err := e.build(rt, so, rw)
 	if err != nil {
 		return nil, nil, fromFile, err
 	}
@@ -122,14 +122,14 @@ func openModelFile(rt *ort.Runtime, path string, so *ort.SessionOptions, keep1D 
 // auto found a GPU (ONNX Runtime saves only what the CPU provider
 // optimized) or the file changed while it was read (the key of one
 // version would be paired with the digest of another).
-func (e cacheEntry) build(rt *ort.Runtime, so *ort.SessionOptions, keep1D bool) (sess *ort.Session, model *onnx.Model, keepErr, err error) {
+func (e cacheEntry) build(rt *ort.Runtime, so *ort.SessionOptions, rw rewrites) (sess *ort.Session, model *onnx.Model, keepErr, err error) {
 	tmp, keepErr := e.cache.tempPath(e.key)
 	if keepErr != nil {
-		sess, model, _, err = readModelFile(rt, e.path, so, keep1D, "")
+		sess, model, _, err = readModelFile(rt, e.path, so, rw, "")
 		return sess, model, keepErr, err
 	}
 	defer os.Remove(tmp) // gone once stored
-	sess, model, keepErr, err = readModelFile(rt, e.path, so, keep1D, tmp)
+	sess, model, keepErr, err = readModelFile(rt, e.path, so, rw, tmp)
 	if err != nil || keepErr != nil || sess.Provider() != ort.ProviderCPU {
 		return sess, model, keepErr, err
 	}
@@ -171,11 +171,11 @@ func OptimizePiper(rt *ort.Runtime, path string, opts *PiperOptions) error {
 		return fmt.Errorf("optimize voice: %w", err)
 	}
 	cache := &optimizedCache{dir: o.OptimizedDir, log: o.Logger}
-	e, ok := cache.entry(rt, modelPath, o.Session, o.KeepConv1D)
+	e, ok := cache.entry(rt, modelPath, o.Session, o.rewrites())
 	if !ok || e.present() {
 		return nil
 	}
-	sess, _, keepErr, err := e.build(rt, o.Session, o.KeepConv1D)
+	sess, _, keepErr, err := e.build(rt, o.Session, o.rewrites())
 	if err != nil {
 		return fmt.Errorf("optimize voice: %w", err)
 	}

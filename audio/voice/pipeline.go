@@ -258,7 +258,7 @@ func openModel(rt *ort.Runtime, b *bundle.Bundle, f bundle.File, so *ort.Session
 		return nil, err
 	}
 	if !keep1D {
-		lifted, free, err := liftModel(m)
+		lifted, free, err := liftModel(m, 0)
 		if err != nil {
 			return nil, err
 		}

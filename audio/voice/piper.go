@@ -58,6 +58,13 @@ type PiperOptions struct {
 	// (BenchmarkSynthesizeOneThread has the figures), for a longer load
 	// (BenchmarkLoadPiper).
 	KeepConv1D bool
+	// KeepLeakyRelu leaves out onnx.BlockLeakyRelu, which otherwise, with
+	// the lifting, at graph optimization level "all" on x86 (AVX2 or
+	// AVX-512), reads a residual stack's LeakyRelus through identity
+	// convolutions, so that ONNX Runtime keeps the stream in its blocked
+	// layout: the same samples, bit for bit, without two reorders of the
+	// stream per residual block.
+	KeepLeakyRelu bool
 	// OptimizedDir keeps what ONNX Runtime makes of each model (its
 	// optimized graph, in ONNX Runtime's own format) so that the next load
 	// of the same file with the same ONNX Runtime, CPU and options skips
@@ -240,7 +247,7 @@ func LoadPiper(rt *ort.Runtime, path string, opts *PiperOptions) (*Piper, error)
 	if o.OptimizedDir != "" {
 		cache = &optimizedCache{dir: o.OptimizedDir, log: o.Logger}
 	}
-	sess, model, src, err := openModelFile(rt, modelPath, o.Session, o.KeepConv1D, cache, o.OptimizeLater)
+	sess, model, src, err := openModelFile(rt, modelPath, o.Session, o.rewrites(), cache, o.OptimizeLater)
 	if err != nil {
 		return nil, fmt.Errorf("load voice: %w", err)
 	}
@@ -652,4 +659,9 @@ func (p *Piper) ReleaseMemory() error {
 		return fmt.Errorf("release memory: %w", err)
 	}
 	return nil
+}
+
+// rewrites is the load-time rewrites o asks for.
+func (o *PiperOptions) rewrites() rewrites {
+	return rewrites{keep1D: o.KeepConv1D, keepLeaky: o.KeepLeakyRelu}
 }

@@ -246,10 +246,11 @@ func prepareVoice(configFile, dir, key, path string, stderr io.Writer) {
 		defer rt.Close()
 		// As cmd/mynahd/voices.go sets them: the copy is found by them.
 		return voice.OptimizePiper(rt, path, &voice.PiperOptions{
-			Session:      &ort.SessionOptions{Provider: ort.Provider(cfg.ONNX.Provider), IntraOpThreads: cfg.ONNX.Threads, CPUArena: cfg.ONNX.Arena},
-			KeepConv1D:   !cfg.ONNX.LiftConv1D,
-			OptimizedDir: dir,
-			Precision:    precision,
+			Session:       &ort.SessionOptions{Provider: ort.Provider(cfg.ONNX.Provider), IntraOpThreads: cfg.ONNX.Threads, CPUArena: cfg.ONNX.Arena},
+			KeepConv1D:    !cfg.ONNX.LiftConv1D,
+			KeepLeakyRelu: !cfg.ONNX.BlockLeakyRelu,
+			OptimizedDir:  dir,
+			Precision:     precision,
 		})
 	}()
 	if err != nil {

@@ -68,6 +68,7 @@ func openVoices(rt *ort.Runtime, cfg config.Config, store *cache.Store, remote *
 		Piper: &voice.PiperOptions{
 			Session:         sessionOptions(cfg.ONNX),
 			KeepConv1D:      !cfg.ONNX.LiftConv1D,
+			KeepLeakyRelu:   !cfg.ONNX.BlockLeakyRelu,
 			OptimizedDir:    cfg.ONNX.OptimizedDir,
 			SentenceSilence: silence(cfg.Audio.SentenceSilence),
 			Logger:          log.With("component", "voice"),

@@ -357,6 +357,13 @@ type ONNX struct {
 	// voice's synthesis in 0.6 of the time). Default true; false hands
 	// ONNX Runtime the model as the file has it.
 	LiftConv1D bool `yaml:"lift_conv1d"`
+	// BlockLeakyRelu, with LiftConv1D, keeps a Piper voice's residual
+	// stacks in ONNX Runtime's blocked layout on x86 (quant/onnx
+	// BlockLeakyRelu: its LeakyRelus read through identity convolutions,
+	// which it fuses): the same samples, bit for bit, without two reorders
+	// of the stream per residual block. Default true; false leaves the
+	// LeakyRelus as written.
+	BlockLeakyRelu bool `yaml:"block_leaky_relu"`
 	// OptimizedDir keeps what ONNX Runtime makes of each Piper voice as it
 	// loads it (the optimized graph, in ONNX Runtime's own format, about
 	// the model's size), so that the next load of the same file, with the
@@ -484,7 +491,7 @@ func Default() Config {
 				CheckInterval: 30 * time.Second,
 			},
 		},
-		ONNX:     ONNX{Provider: string(ort.ProviderAuto), Arena: true, LiftConv1D: true, OptimizedDir: "/var/cache/mynah/optimized"},
+		ONNX:     ONNX{Provider: string(ort.ProviderAuto), Arena: true, LiftConv1D: true, BlockLeakyRelu: true, OptimizedDir: "/var/cache/mynah/optimized"},
 		Wyoming:  Wyoming{MaxConnections: wyoming.DefaultMaxConnections, Zeroconf: true},
 		Announce: Announce{Chimes: map[string]string{}, Priority: map[string]string{"alert": "two_tone"}},
 		Text:     Text{Normalize: true, Emoji: "drop"},

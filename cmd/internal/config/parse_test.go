@@ -28,8 +28,8 @@ func TestParseConfig(t *testing.T) {
 				c.Node, c.MQTT.Broker, c.MQTT.Keepalive = "kitchen", "tcp://b:1883", time.Minute
 				c.Audio.Volume, c.Audio.SentenceSilence = 0.5, 0
 			}, ""},
-		{"onnx switches off", "onnx:\n  arena: false\n  lift_conv1d: false\n",
-			func(c *Config) { c.ONNX.Arena, c.ONNX.LiftConv1D = false, false }, ""},
+		{"onnx switches off", "onnx:\n  arena: false\n  lift_conv1d: false\n  block_leaky_relu: false\n",
+			func(c *Config) { c.ONNX.Arena, c.ONNX.LiftConv1D, c.ONNX.BlockLeakyRelu = false, false, false }, ""},
 		{"onnx switch not a bool", "onnx:\n  lift_conv1d: maybe\n", nil, `onnx.lift_conv1d: "maybe" is not true or false (line 2)`},
 		{"flow style", "queue: {size: 8, default_ttl: 5s}\n", func(c *Config) { c.Queue.Size, c.Queue.DefaultTTL = 8, 5*time.Second }, ""},
 		{"voice sessions", "voices:\n  sessions:\n    max_count: 6\n    max_bytes: 104857600\n    preload: [alto, bass]\n" +
