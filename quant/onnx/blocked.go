@@ -45,13 +45,7 @@ func BlockLeakyRelu(m *Model, block int64) (int, error) {
 		return 0, fmt.Errorf("block %d: want at least 1", block)
 	}
 	g := m.Graph()
-	inits := make(map[string]*onnxpb.TensorProto, len(g.GetInitializer()))
-	for _, t := range g.GetInitializer() {
-		inits[t.GetName()] = t
-	}
-	for _, in := range g.GetInput() {
-		delete(inits, in.GetName())
-	}
+	inits := constants(g)
 	producer := make(map[string]*onnxpb.NodeProto)
 	readers := make(map[string][]*onnxpb.NodeProto)
 	for _, n := range g.GetNode() {
@@ -69,15 +63,7 @@ func BlockLeakyRelu(m *Model, block int64) (int, error) {
 		readers[out.GetName()] = append(readers[out.GetName()], nil)
 	}
 
-	names := graphNames(g)
-	fresh := func(base string) string {
-		name := base
-		for i := 1; names[name]; i++ {
-			name = base + "_" + strconv.Itoa(i)
-		}
-		names[name] = true
-		return name
-	}
+	fresh := namer(g)
 	ones := make(map[int64]string) // identity weights per channel count
 	identity := func(x string, c int64) *onnxpb.NodeProto {
 		if ones[c] == "" {

@@ -35,13 +35,7 @@ func LiftConv1D(m *Model) (int, error) {
 		return 0, fmt.Errorf("%w: model has no graph", ErrInvalidModel)
 	}
 	g := m.Graph()
-	inits := make(map[string]*onnxpb.TensorProto, len(g.GetInitializer()))
-	for _, t := range g.GetInitializer() {
-		inits[t.GetName()] = t
-	}
-	for _, in := range g.GetInput() {
-		delete(inits, in.GetName()) // a graph input may override it at run time
-	}
+	inits := constants(g)
 
 	// Convolutions whose weight nothing else reads.
 	uses := make(map[string]int)
@@ -122,15 +116,7 @@ func LiftConv1D(m *Model) (int, error) {
 		}
 	}
 
-	names := graphNames(g)
-	fresh := func(base string) string {
-		name := base
-		for i := 1; names[name]; i++ {
-			name = base + "_" + strconv.Itoa(i)
-		}
-		names[name] = true
-		return name
-	}
+	fresh := namer(g)
 	// Unsqueeze and Squeeze take their axes as an input from opset 13 on,
 	// as an attribute before.
 	axesInput := m.Opset("") >= 13
@@ -272,6 +258,34 @@ func liftableConv(n *onnxpb.NodeProto, inits map[string]*onnxpb.TensorProto) boo
 		}
 	}
 	return true
+}
+
+// constants is g's initializers by name, less those a graph input of the
+// same name overrides at run time: the values a rewrite may take as
+// fixed.
+func constants(g *onnxpb.GraphProto) map[string]*onnxpb.TensorProto {
+	inits := make(map[string]*onnxpb.TensorProto, len(g.GetInitializer()))
+	for _, t := range g.GetInitializer() {
+		inits[t.GetName()] = t
+	}
+	for _, in := range g.GetInput() {
+		delete(inits, in.GetName())
+	}
+	return inits
+}
+
+// namer returns a function that makes names new to g (graphNames) from a
+// base, base itself where it is free, else base_1, base_2, …
+func namer(g *onnxpb.GraphProto) func(base string) string {
+	names := graphNames(g)
+	return func(base string) string {
+		name := base
+		for i := 1; names[name]; i++ {
+			name = base + "_" + strconv.Itoa(i)
+		}
+		names[name] = true
+		return name
+	}
 }
 
 // graphNames is every value and node name of g and of its subgraphs, so

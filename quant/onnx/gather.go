@@ -2,7 +2,6 @@ package onnx
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/mynah-tts/mynah/quant/onnx/onnxpb"
 )
@@ -32,13 +31,7 @@ func GatherTableRows(m *Model) (int, error) {
 		return 0, nil
 	}
 	g := m.Graph()
-	inits := make(map[string]*onnxpb.TensorProto, len(g.GetInitializer()))
-	for _, t := range g.GetInitializer() {
-		inits[t.GetName()] = t
-	}
-	for _, in := range g.GetInput() {
-		delete(inits, in.GetName())
-	}
+	inits := constants(g)
 	count := 0
 	for _, n := range g.GetNode() {
 		if tableGather(n, inits) {
@@ -49,15 +42,7 @@ func GatherTableRows(m *Model) (int, error) {
 		return 0, nil
 	}
 
-	names := graphNames(g)
-	fresh := func(base string) string {
-		name := base
-		for i := 1; names[name]; i++ {
-			name = base + "_" + strconv.Itoa(i)
-		}
-		names[name] = true
-		return name
-	}
+	fresh := namer(g)
 	node := func(op string, in []string, out string, attrs ...*onnxpb.AttributeProto) *onnxpb.NodeProto {
 		return &onnxpb.NodeProto{Name: fresh(out + "_" + op), OpType: op, Input: in, Output: []string{out}, Attribute: attrs}
 	}

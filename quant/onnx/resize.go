@@ -40,13 +40,7 @@ func ResizeLinearMatMul(m *Model) (int, error) {
 		return 0, nil
 	}
 	g := m.Graph()
-	inits := make(map[string]*onnxpb.TensorProto, len(g.GetInitializer()))
-	for _, t := range g.GetInitializer() {
-		inits[t.GetName()] = t
-	}
-	for _, in := range g.GetInput() {
-		delete(inits, in.GetName())
-	}
+	inits := constants(g)
 	factors := make(map[*onnxpb.NodeProto]int64)
 	var types map[string]int32
 	for _, n := range g.GetNode() {
@@ -65,15 +59,7 @@ func ResizeLinearMatMul(m *Model) (int, error) {
 		return 0, nil
 	}
 
-	names := graphNames(g)
-	fresh := func(base string) string {
-		name := base
-		for i := 1; names[name]; i++ {
-			name = base + "_" + strconv.Itoa(i)
-		}
-		names[name] = true
-		return name
-	}
+	fresh := namer(g)
 	ints := func(base string, v ...int64) string {
 		name := fresh(base)
 		g.Initializer = append(g.Initializer, Int64Tensor(name, []int64{int64(len(v))}, v))
