@@ -32,11 +32,11 @@ import (
 // An identity convolution is one pass over the stream where the reorders
 // were two. x·1 is x and LeakyRelu is the same function fused or not, so
 // the values are the same, bit for bit. Only values whose channel count
-// is known (from the convolutions' weights) and a multiple of block are
-// touched. It returns how many identity convolutions it added; m is
-// changed in place. Run it after LiftConv1D, and only where ONNX Runtime
-// blocks (x86, level "all"): elsewhere the identities are work for
-// nothing.
+// is known (from the convolutions' float weights: the identities are
+// float) and a multiple of block are touched. It returns how many
+// identity convolutions it added; m is changed in place. Run it after
+// LiftConv1D, and only where ONNX Runtime blocks (x86, level "all"):
+// elsewhere the identities are work for nothing.
 func BlockLeakyRelu(m *Model, block int64) (int, error) {
 	if m == nil || m.Graph() == nil {
 		return 0, fmt.Errorf("%w: model has no graph", ErrInvalidModel)
@@ -97,7 +97,7 @@ func BlockLeakyRelu(m *Model, block int64) (int, error) {
 				channels[out], blocked[out] = c, c%block == 0
 			}
 		case "ConvTranspose":
-			if w := inits[input(in, 1)]; w != nil && len(w.GetDims()) == 4 {
+			if w := floatWeight(n, inits); w != nil {
 				channels[out] = w.GetDims()[1] * attrInt(n, "group", 1)
 			}
 		case "Add":
@@ -162,13 +162,23 @@ func BlockLeakyRelu(m *Model, block int64) (int, error) {
 }
 
 // conv2DChannels is the output channel count of a 2-D Conv whose weight
-// is an initializer, else 0.
+// is a float initializer (the identities' type), else 0.
 func conv2DChannels(n *onnxpb.NodeProto, inits map[string]*onnxpb.TensorProto) int64 {
-	w := inits[input(n.GetInput(), 1)]
-	if w == nil || len(w.GetDims()) != 4 {
+	w := floatWeight(n, inits)
+	if w == nil {
 		return 0
 	}
 	return w.GetDims()[0]
+}
+
+// floatWeight is a convolution's weight when it is a 4-D float
+// initializer, else nil.
+func floatWeight(n *onnxpb.NodeProto, inits map[string]*onnxpb.TensorProto) *onnxpb.TensorProto {
+	w := inits[input(n.GetInput(), 1)]
+	if w == nil || len(w.GetDims()) != 4 || w.GetDataType() != int32(onnxpb.TensorProto_FLOAT) {
+		return nil
+	}
+	return w
 }
 
 // allBlockedConvs reports whether every reader is a 2-D Conv that ONNX
