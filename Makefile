@@ -56,7 +56,7 @@ RACEFLAGS := -race -gcflags='github.com/gordonklaus/portaudio=-d=checkptr=0'
 # natively; no emulator here has VNNI, so the vnni class is checked only on
 # VNNI machines).
 test: setup vet
-	$(GO) test $(RACEFLAGS) -count=1 ./...
+	$(GO) test $(RACEFLAGS) -count=1 -timeout 30m ./...
 	$(GO) test -tags purego -count=1 ./audio/
 	scripts/test-avx2.sh
 
