@@ -118,13 +118,35 @@ func TestDemoTableGathersAreExact(t *testing.T) {
 // TestBlockedLeakyReluSpeaksAlike: the 15 M-parameter voice with its
 // LeakyRelus read through identity convolutions (onnx.BlockLeakyRelu,
 // on by default on x86) speaks the same samples, bit for bit, as with
-// KeepLeakyRelu. Elsewhere both load the same graph.
+// KeepLeakyRelu. Elsewhere both load the same graph; that the rewrite
+// finds the voice's residual stream at all is checked on its graph, for
+// both block sizes, on every CPU.
 func TestBlockedLeakyReluSpeaksAlike(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads the 15 M-parameter voice twice")
 	}
 	rt := enginetest.OpenRuntime(t)
 	dir := mediumVoice(t)
+	path, err := voice.FindPiper(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, block := range []int64{8, 16} {
+		m, err := onnx.Decode(data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := onnx.LiftConv1D(m); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := onnx.BlockLeakyRelu(m, block); err != nil || n == 0 {
+			t.Fatalf("block %d: BlockLeakyRelu = %d, %v on the 15 M voice; want its residual blocks", block, n, err)
+		}
+	}
 	var out [2][]float64
 	for i, keep := range []bool{false, true} {
 		p, err := voice.LoadPiper(rt, dir, &voice.PiperOptions{

@@ -41,21 +41,7 @@ func TestGatherTableRowsMatchesORT(t *testing.T) {
 			g.Output("a", onnx.Float, out...)
 			g.Output("b", onnx.Float, out...)
 			g.Output("c", onnx.Int64, out...)
-			m, err := g.Model(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			orig, err := onnx.Encode(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if k, err := onnx.GatherTableRows(m); err != nil || k != 3 {
-				t.Fatalf("GatherTableRows = %d, %v; want 3", k, err)
-			}
-			rewritten, err := onnx.Encode(m)
-			if err != nil {
-				t.Fatal(err)
-			}
+			orig, rewritten := beforeAfter(t, g, "GatherTableRows", onnx.GatherTableRows, 3)
 			shape := []int64{5, 3}[:rank]
 			count := int64(1)
 			for _, d := range shape {
@@ -84,4 +70,24 @@ func TestGatherTableRowsMatchesORT(t *testing.T) {
 			}
 		})
 	}
+}
+
+// beforeAfter encodes the model of g as built and after rewrite, which
+// must report want rewrites: the two models an equality test runs.
+func beforeAfter(t *testing.T, g *onnx.Graph, name string, rewrite func(*onnx.Model) (int, error), want int) (orig, rewritten []byte) {
+	t.Helper()
+	m, err := g.Model(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if orig, err = onnx.Encode(m); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rewrite(m); err != nil || n != want {
+		t.Fatalf("%s = %d, %v; want %d", name, n, err, want)
+	}
+	if rewritten, err = onnx.Encode(m); err != nil {
+		t.Fatal(err)
+	}
+	return orig, rewritten
 }

@@ -45,21 +45,7 @@ func TestResizeLinearMatMulMatchesORT(t *testing.T) {
 			g.Node("Resize", []string{x, "", g.Float32s("scales", []int64{int64(len(scales))}, scales)}, []string{"y"},
 				onnx.AttrString("mode", "linear"), onnx.AttrString("coordinate_transformation_mode", "half_pixel"))
 			g.Output("y", onnx.Float, append(dims[:len(dims)-1:len(dims)-1], onnx.Dynamic("T"))...)
-			m, err := g.Model(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			orig, err := onnx.Encode(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n, err := onnx.ResizeLinearMatMul(m); err != nil || n != 1 {
-				t.Fatalf("ResizeLinearMatMul = %d, %v; want 1", n, err)
-			}
-			rewritten, err := onnx.Encode(m)
-			if err != nil {
-				t.Fatal(err)
-			}
+			orig, rewritten := beforeAfter(t, g, "ResizeLinearMatMul", onnx.ResizeLinearMatMul, 1)
 			for _, level := range []GraphOptimization{GraphOptimizationAll, GraphOptimizationBasic, GraphOptimizationDisabled} {
 				opts := &SessionOptions{Provider: ProviderCPU, IntraOpThreads: 1, GraphOptimization: level}
 				s1, s2 := newSessionBytes(t, rt, orig, opts), newSessionBytes(t, rt, rewritten, opts)
