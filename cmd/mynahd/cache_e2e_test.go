@@ -51,7 +51,10 @@ func TestCorruptCacheFileAtStart(t *testing.T) {
 	if len(moved) != 1 {
 		t.Errorf("moved-aside copies: %v, want one", moved)
 	}
-	// The fresh file works: a miss, then a hit.
+	// The fresh file works: a miss, then a hit. The warning comes as the
+	// cache opens, before the daemon subscribes: a say sent then is
+	// dropped by a session with nothing subscribed, so wait for online.
+	waitOnline(t, broker.URL(), cfg.Node)
 	for _, want := range []string{daemon.CacheMiss, daemon.CacheHit} {
 		id := "t-" + want
 		mqtttest.Publish(t, broker.URL(), "mynah/kitchen/say", []byte(`{"id":"`+id+`","text":"The oven is hot."}`), false)
