@@ -59,62 +59,6 @@ func TestLiftedConvolutionsSpeakAlike(t *testing.T) {
 	}
 }
 
-// TestDemoTableGathersAreExact: the demo voice reads its noise tables
-// along their last axis; with those gathers rewritten as gathers of rows
-// (onnx.GatherTableRows, part of the load-time rewrites) the model speaks
-// the same samples, bit for bit, at ONNX Runtime's full optimization.
-func TestDemoTableGathersAreExact(t *testing.T) {
-	rt := enginetest.OpenRuntime(t)
-	path, err := voice.FindPiper(demoVoice(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := onnx.Decode(data, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := onnx.GatherTableRows(m); err != nil || n != 2 {
-		t.Fatalf("GatherTableRows = %d, %v; want the two noise tables", n, err)
-	}
-	rewritten, err := onnx.Encode(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]int64, 61)
-	for i := range ids {
-		ids[i] = int64(20 + i*7%60) // pad ids between, as Piper's input has them
-		if i%2 == 0 {
-			ids[i] = 0
-		}
-	}
-	in := []ort.Tensor{
-		{Name: "input", Shape: []int64{1, int64(len(ids))}, Int64: ids},
-		{Name: "input_lengths", Shape: []int64{1}, Int64: []int64{int64(len(ids))}},
-		{Name: "scales", Shape: []int64{3}, Float32: []float32{0.667, 1, 0.8}},
-		{Name: "sid", Shape: []int64{1}, Int64: []int64{1}},
-	}
-	var out [2][]float32
-	for i, model := range [][]byte{data, rewritten} {
-		s, err := rt.NewSession(model, &ort.SessionOptions{Provider: ort.ProviderCPU, IntraOpThreads: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.Run(in)
-		s.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = got[0].Float32
-	}
-	if len(out[0]) == 0 || !slices.Equal(out[0], out[1]) {
-		t.Fatalf("rewritten gathers: %d samples, as in the file: %d, or they differ", len(out[1]), len(out[0]))
-	}
-}
-
 // TestBlockedLeakyReluSpeaksAlike: the 15 M-parameter voice with its
 // LeakyRelus read through identity convolutions (onnx.BlockLeakyRelu,
 // on by default on x86) speaks the same samples, bit for bit, as with

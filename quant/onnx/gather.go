@@ -15,8 +15,9 @@ import (
 // element, R×N copies for N indices; of the transposed table it is a row
 // of R elements, N copies, and the transposes are cheap (the table's is
 // folded at load). The values are the same, bit for bit: only data moves.
-// The demo voice reads its two noise tables this way for every sample,
-// a fifth of its synthesis time (audio/voice BenchmarkSynthesizeOneThread).
+// Demo voices written before 2026-12-07 read their two noise tables this
+// way for every sample, a fifth of their synthesis time (audio/voice
+// BenchmarkSynthesizeOneThread); today's demo voice tiles them instead.
 //
 // A table is an initializer no graph input can override, with at least
 // two rows; anything else, and every gather along another axis, is left

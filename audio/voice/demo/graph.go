@@ -374,38 +374,40 @@ func synthesize(g *onnx.Graph, o Options, c conditioning) {
 		norm := b.op("Sqrt", b.add(b.f(1), b.div(b.mul(gg, b.f(2*math.Pi)), b.add(gamma[k], b.f(1)))))
 		amp[k] = b.mul(b.row(sm, 7+k), norm)
 	}
-	up := []string{f0s}
-	up = append(up, ratio[:]...)
-	up = append(up, gamma[:]...)
-	up = append(up, amp[:]...)
-	for k := range numBands {
-		up = append(up, b.row(sm, 11+k))
+	// upsample brings frame-rate rows to the sample rate by linear
+	// interpolation: one row [F] → [T], several → [k, T]. Each track is
+	// brought up where it is read, so a run holds a few rows of samples at
+	// a time rather than every track's (17 × 4 bytes a sample, 6 MB for a
+	// 4 s sentence). The values are the same either way: each row is
+	// interpolated on its own.
+	upsample := func(rows ...string) string {
+		x := b.op("Unsqueeze", b.stack(rows...), g.Ints(0, 2)) // [1, k, 1, F]
+		x = g.Op("Resize", []string{x, "", g.Float32s("", []int64{4}, []float32{1, 1, 1, float32(hop)})},
+			onnx.AttrString("mode", "linear"), onnx.AttrString("coordinate_transformation_mode", "half_pixel"))
+		if len(rows) == 1 {
+			return b.op("Reshape", x, g.Ints(-1))
+		}
+		return b.op("Reshape", x, g.Ints(int64(len(rows)), -1))
 	}
-	nUp := int64(len(up))
-	// [1, C, 1, F] → linear interpolation → [C, T].
-	x := b.op("Unsqueeze", b.stack(up...), g.Ints(0, 2))
-	x = g.Op("Resize", []string{x, "", g.Float32s("", []int64{4}, []float32{1, 1, 1, float32(hop)})},
-		onnx.AttrString("mode", "linear"), onnx.AttrString("coordinate_transformation_mode", "half_pixel"))
-	x = b.op("Reshape", x, g.Ints(nUp, -1))
 
 	// Phase of the fundamental in cycles, summed in float64 so that long
 	// utterances keep the harmonics in tune, then wrapped to [0, 1).
-	inc := b.cast(b.mul(b.row(x, 0), b.f(1/sr)), onnx.Double)
+	inc := b.cast(b.mul(upsample(f0s), b.f(1/sr)), onnx.Double)
 	phase := b.op("CumSum", inc, b.i(0))
 	phase = b.cast(b.sub(phase, b.op("Floor", phase)), onnx.Float)
 	theta := b.mul(phase, b.f(2*math.Pi))
 	bell := b.sub(b.op("Cos", theta), b.f(1))
 	var voicedSum string
 	for k := range 4 {
-		rt := b.row(x, 1+k)
+		rt := upsample(ratio[k])
 		nh := b.op("Floor", rt)
 		frac := b.sub(rt, nh)
 		nt := b.mul(nh, theta)
 		s0 := b.op("Sin", nt)
 		s1 := b.op("Sin", b.add(nt, theta))
 		carrier := b.add(s0, b.mul(frac, b.sub(s1, s0)))
-		m := b.op("Exp", b.mul(b.row(x, 5+k), bell))
-		y := b.mul(b.mul(b.row(x, 9+k), m), carrier)
+		m := b.op("Exp", b.mul(upsample(gamma[k]), bell))
+		y := b.mul(b.mul(upsample(amp[k]), m), carrier)
 		if voicedSum == "" {
 			voicedSum = y
 		} else {
@@ -414,16 +416,27 @@ func synthesize(g *onnx.Graph, o Options, c conditioning) {
 	}
 
 	// Noise: the two band tables, read at the sample index modulo their
-	// lengths, weighted by the band tracks.
+	// lengths, weighted by the band tracks. Reading a table at i mod L is
+	// repeating it, so each band's row is tiled (block copies, where a
+	// gather copied one value per sample) and cut to T, one band at a time.
 	rng := rand.New(rand.NewPCG(seedNoise, uint64(o.SampleRate)))
-	tabA := g.Float32s("noise_a", []int64{numBands, noiseLenA}, noiseTable(noiseLenA, o.SampleRate, rng))
-	tabB := g.Float32s("noise_b", []int64{numBands, noiseLenB}, noiseTable(noiseLenB, o.SampleRate, rng))
-	numSamples := b.mul(numFramesI, b.i(hop))
-	si := b.op("Range", b.i(0), numSamples, b.i(1))
-	na := g.Op("Gather", []string{tabA, b.op("Mod", si, b.i(noiseLenA))}, onnx.AttrInt("axis", 1))
-	nb := g.Op("Gather", []string{tabB, b.op("Mod", si, b.i(noiseLenB))}, onnx.AttrInt("axis", 1))
-	weights := b.op("Slice", x, g.Ints(13), g.Ints(13+numBands), g.Ints(0))
-	noiseSum := g.Op("ReduceSum", []string{b.mul(b.add(na, nb), weights), g.Ints(0)}, onnx.AttrInt("keepdims", 0))
+	tabA := noiseTable(noiseLenA, o.SampleRate, rng)
+	tabB := noiseTable(noiseLenB, o.SampleRate, rng)
+	numSamples := b.op("Reshape", b.mul(numFramesI, b.i(hop)), g.Ints(1))
+	repeat := func(name string, table []float32, k, n int) string {
+		row := g.Float32s(name+"_"+strconv.Itoa(k), []int64{int64(n)}, table[k*n:(k+1)*n])
+		reps := b.op("Div", b.add(numSamples, b.i(int64(n-1))), b.i(int64(n)))
+		return b.op("Slice", b.op("Tile", row, reps), g.Ints(0), numSamples, g.Ints(0))
+	}
+	var noiseSum string
+	for k := range numBands {
+		y := b.mul(b.add(repeat("noise_a", tabA, k, noiseLenA), repeat("noise_b", tabB, k, noiseLenB)), upsample(b.row(sm, 11+k)))
+		if noiseSum == "" {
+			noiseSum = y
+		} else {
+			noiseSum = b.add(noiseSum, y)
+		}
+	}
 
 	out := b.mul(b.add(voicedSum, noiseSum), b.f(outputGain))
 	out = b.clip(out, b.f(-1), b.f(1))

@@ -354,7 +354,8 @@ type ONNX struct {
 	// With it, gathers along the last axis of a constant table and linear
 	// upsampling of the last axis are rewritten for ONNX Runtime's faster
 	// kernels (quant/onnx GatherTableRows, ResizeLinearMatMul: the demo
-	// voice's synthesis in 0.6 of the time). Default true; false hands
+	// voice's synthesis in 0.6 of the time; GatherTableRows for demo
+	// voices written before 2026-12-07). Default true; false hands
 	// ONNX Runtime the model as the file has it.
 	LiftConv1D bool `yaml:"lift_conv1d"`
 	// BlockLeakyRelu, with LiftConv1D, keeps a Piper voice's residual
