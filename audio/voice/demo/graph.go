@@ -375,39 +375,42 @@ func synthesize(g *onnx.Graph, o Options, c conditioning) {
 		amp[k] = b.mul(b.row(sm, 7+k), norm)
 	}
 	// upsample brings frame-rate rows to the sample rate by linear
-	// interpolation: one row [F] → [T], several → [k, T]. Each track is
-	// brought up where it is read, so a run holds a few rows of samples at
-	// a time rather than every track's (17 × 4 bytes a sample, 6 MB for a
-	// 4 s sentence). The values are the same either way: each row is
+	// interpolation: one row [F] → [T]; several → one [1, T] row each,
+	// interpolated together and split. The tracks are brought up where
+	// they are read, a few at a time, so a run holds a few rows of samples
+	// rather than every track's (17 × 4 bytes a sample, 6 MB for a 4 s
+	// sentence). The values are the same either way: each row is
 	// interpolated on its own.
-	upsample := func(rows ...string) string {
+	upsample := func(rows ...string) []string {
 		x := b.op("Unsqueeze", b.stack(rows...), g.Ints(0, 2)) // [1, k, 1, F]
 		x = g.Op("Resize", []string{x, "", g.Float32s("", []int64{4}, []float32{1, 1, 1, float32(hop)})},
 			onnx.AttrString("mode", "linear"), onnx.AttrString("coordinate_transformation_mode", "half_pixel"))
 		if len(rows) == 1 {
-			return b.op("Reshape", x, g.Ints(-1))
+			return []string{b.op("Reshape", x, g.Ints(-1))}
 		}
-		return b.op("Reshape", x, g.Ints(int64(len(rows)), -1))
+		x = b.op("Reshape", x, g.Ints(int64(len(rows)), -1))
+		return g.OpN("Split", len(rows), []string{x}, onnx.AttrInt("axis", 0))
 	}
 
 	// Phase of the fundamental in cycles, summed in float64 so that long
 	// utterances keep the harmonics in tune, then wrapped to [0, 1).
-	inc := b.cast(b.mul(upsample(f0s), b.f(1/sr)), onnx.Double)
+	inc := b.cast(b.mul(upsample(f0s)[0], b.f(1/sr)), onnx.Double)
 	phase := b.op("CumSum", inc, b.i(0))
 	phase = b.cast(b.sub(phase, b.op("Floor", phase)), onnx.Float)
 	theta := b.mul(phase, b.f(2*math.Pi))
 	bell := b.sub(b.op("Cos", theta), b.f(1))
 	var voicedSum string
 	for k := range 4 {
-		rt := upsample(ratio[k])
+		up := upsample(ratio[k], gamma[k], amp[k])
+		rt := up[0]
 		nh := b.op("Floor", rt)
 		frac := b.sub(rt, nh)
 		nt := b.mul(nh, theta)
 		s0 := b.op("Sin", nt)
 		s1 := b.op("Sin", b.add(nt, theta))
 		carrier := b.add(s0, b.mul(frac, b.sub(s1, s0)))
-		m := b.op("Exp", b.mul(upsample(gamma[k]), bell))
-		y := b.mul(b.mul(upsample(amp[k]), m), carrier)
+		m := b.op("Exp", b.mul(up[1], bell))
+		y := b.mul(b.mul(up[2], m), carrier)
 		if voicedSum == "" {
 			voicedSum = y
 		} else {
@@ -423,14 +426,23 @@ func synthesize(g *onnx.Graph, o Options, c conditioning) {
 	tabA := noiseTable(noiseLenA, o.SampleRate, rng)
 	tabB := noiseTable(noiseLenB, o.SampleRate, rng)
 	numSamples := b.op("Reshape", b.mul(numFramesI, b.i(hop)), g.Ints(1))
-	repeat := func(name string, table []float32, k, n int) string {
+	// tiles returns how many repeats of a table of n cover the samples.
+	tiles := func(n int) string {
+		return b.op("Div", b.add(numSamples, b.i(int64(n-1))), b.i(int64(n)))
+	}
+	repsA, repsB := tiles(noiseLenA), tiles(noiseLenB)
+	repeat := func(name string, table []float32, k, n int, reps string) string {
 		row := g.Float32s(name+"_"+strconv.Itoa(k), []int64{int64(n)}, table[k*n:(k+1)*n])
-		reps := b.op("Div", b.add(numSamples, b.i(int64(n-1))), b.i(int64(n)))
 		return b.op("Slice", b.op("Tile", row, reps), g.Ints(0), numSamples, g.Ints(0))
 	}
+	bands := make([]string, numBands)
+	for k := range bands {
+		bands[k] = b.row(sm, 11+k)
+	}
+	weights := upsample(bands...)
 	var noiseSum string
 	for k := range numBands {
-		y := b.mul(b.add(repeat("noise_a", tabA, k, noiseLenA), repeat("noise_b", tabB, k, noiseLenB)), upsample(b.row(sm, 11+k)))
+		y := b.mul(b.add(repeat("noise_a", tabA, k, noiseLenA, repsA), repeat("noise_b", tabB, k, noiseLenB, repsB)), weights[k])
 		if noiseSum == "" {
 			noiseSum = y
 		} else {
