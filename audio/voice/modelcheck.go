@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"path/filepath"
 	"runtime"
 
@@ -162,19 +161,15 @@ func liftModel(m *onnx.Model, block int64) ([]byte, func(), error) {
 }
 
 // readModel reads a model file, a regular file of at most
-// onnx.DefaultMaxBytes, whole into a newModelBuffer; the caller frees it.
+// onnx.DefaultMaxBytes, whole into a newModelBuffer (readModelBytes); the
+// caller frees it.
 func readModel(path string) (data []byte, free func(), err error) {
 	f, size, err := onnx.OpenFile(path, onnx.DefaultMaxBytes)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	data, free, err = newModelBuffer(int(size))
-	if err != nil {
-		return nil, nil, fmt.Errorf("read model %s: %w", path, err)
-	}
-	if _, err := io.ReadFull(f, data); err != nil {
-		free()
+	if data, free, err = readModelBytes(f, int(size)); err != nil {
 		return nil, nil, fmt.Errorf("read model %s: %w", path, err)
 	}
 	return data, free, nil
