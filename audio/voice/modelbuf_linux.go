@@ -27,6 +27,7 @@ func newModelBuffer(n int) (buf []byte, free func(), err error) {
 	return mapBuffer(n, unix.MAP_POPULATE)
 }
 
+// mapBuffer maps n bytes of anonymous memory with the extra mmap flags.
 func mapBuffer(n, flags int) (buf []byte, free func(), err error) {
 	if n == 0 {
 		return nil, func() {}, nil
@@ -46,27 +47,46 @@ const (
 	maxReadParts = 4
 )
 
+// canPopulate reports whether the kernel populates pages on request
+// (MADV_POPULATE_WRITE, Linux 5.14 and later; a Jetson on L4T 5.10 has
+// not).
+var canPopulate = sync.OnceValue(func() bool {
+	page, free, err := mapBuffer(os.Getpagesize(), 0)
+	if err != nil {
+		return false
+	}
+	defer free()
+	return unix.Madvise(page, unix.MADV_POPULATE_WRITE) == nil
+})
+
 // readModelBytes reads the first size bytes of f into a buffer as
-// newModelBuffer's, in up to maxReadParts parts at once, and returns it
-// and the function that unmaps it. Most of a read's time is the kernel
-// faulting in fresh pages for the copy (one 4 KiB page at a time, 15 000
-// for a 60 MB voice): each part populates its own pages
-// (MADV_POPULATE_WRITE, since Linux 5.14; before, they fault in during the
-// read) and then reads into them, so the faults are taken on as many
-// cores as there are parts. A 60 MB voice on 2 cores: 85-118 ms in one
-// part, 61-69 ms in two. A file shorter than size is io.ErrUnexpectedEOF.
+// newModelBuffer's and returns it and the function that unmaps it. Most
+// of a read's time is the kernel faulting in fresh pages for the copy
+// (one 4 KiB page at a time, 15 000 for a 60 MB voice). Where the kernel
+// populates pages on request (canPopulate) the file is read in up to
+// maxReadParts parts at once, each populating its own pages and then
+// reading into them, so the faults are taken on as many cores as there
+// are parts: a 60 MB voice on 2 cores, 85-118 ms in one part, 61-69 ms in
+// two. Elsewhere mmap populates the whole buffer (newModelBuffer) and one
+// read fills it: faulting pages in during reads, even two at once, was
+// slower (108-121 ms). A file shorter than size is io.ErrUnexpectedEOF.
 func readModelBytes(f *os.File, size int) (buf []byte, free func(), err error) {
-	buf, free, err = mapBuffer(size, 0)
+	return readModelBytesWith(f, size, canPopulate())
+}
+
+// readModelBytesWith is readModelBytes, in parts when populate is true.
+func readModelBytesWith(f *os.File, size int, populate bool) (buf []byte, free func(), err error) {
+	parts := 1
+	if populate {
+		buf, free, err = mapBuffer(size, 0)
+		parts = max(1, min(size/minReadPart, runtime.GOMAXPROCS(0), maxReadParts))
+	} else {
+		buf, free, err = newModelBuffer(size)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	parts := min(size/minReadPart, runtime.GOMAXPROCS(0), maxReadParts)
-	if parts <= 1 {
-		err = readPart(f, buf, 0)
-	} else {
-		err = readParts(f, buf, parts)
-	}
-	if err != nil {
+	if err := readParts(f, buf, parts, populate); err != nil {
 		free()
 		return nil, nil, err
 	}
@@ -74,8 +94,8 @@ func readModelBytes(f *os.File, size int) (buf []byte, free func(), err error) {
 }
 
 // readParts reads buf from f in parts whole pages long, each in a
-// goroutine of its own.
-func readParts(f *os.File, buf []byte, parts int) error {
+// goroutine of its own, populating its pages first when populate is true.
+func readParts(f *os.File, buf []byte, parts int, populate bool) error {
 	page := os.Getpagesize()
 	step := ((len(buf)+parts-1)/parts + page - 1) / page * page
 	errs := make([]error, parts)
@@ -83,19 +103,21 @@ func readParts(f *os.File, buf []byte, parts int) error {
 	for i := range parts {
 		off := min(i*step, len(buf))
 		end := min(off+step, len(buf))
-		wg.Go(func() { errs[i] = readPart(f, buf[off:end], int64(off)) })
+		wg.Go(func() { errs[i] = readPart(f, buf[off:end], int64(off), populate) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// readPart populates part's pages and reads it from f at off.
-func readPart(f *os.File, part []byte, off int64) error {
+// readPart reads part from f at off, populating its pages first when
+// populate is true.
+func readPart(f *os.File, part []byte, off int64, populate bool) error {
 	if len(part) == 0 {
 		return nil
 	}
-	// An error here (an older kernel) leaves the pages to the read.
-	_ = unix.Madvise(part, unix.MADV_POPULATE_WRITE)
+	if populate {
+		_ = unix.Madvise(part, unix.MADV_POPULATE_WRITE) // on failure the read faults them in
+	}
 	n, err := f.ReadAt(part, off)
 	if n == len(part) {
 		return nil

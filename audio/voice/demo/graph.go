@@ -37,6 +37,14 @@ func (b ops) max(x, y string) string            { return b.op("Max", x, y) }
 func (b ops) min(x, y string) string            { return b.op("Min", x, y) }
 func (b ops) clip(x, lo, hi string) string      { return b.op("Clip", x, lo, hi) }
 
+// accumulate returns sum + x, or x where sum is "" (nothing summed yet).
+func (b ops) accumulate(sum, x string) string {
+	if sum == "" {
+		return x
+	}
+	return b.add(sum, x)
+}
+
 // affine returns x*a + c.
 func (b ops) affine(x string, a, c float64) string {
 	return b.add(b.mul(x, b.f(a)), b.f(c))
@@ -411,11 +419,7 @@ func synthesize(g *onnx.Graph, o Options, c conditioning) {
 		carrier := b.add(s0, b.mul(frac, b.sub(s1, s0)))
 		m := b.op("Exp", b.mul(up[1], bell))
 		y := b.mul(b.mul(up[2], m), carrier)
-		if voicedSum == "" {
-			voicedSum = y
-		} else {
-			voicedSum = b.add(voicedSum, y)
-		}
+		voicedSum = b.accumulate(voicedSum, y)
 	}
 
 	// Noise: the two band tables, read at the sample index modulo their
@@ -443,11 +447,7 @@ func synthesize(g *onnx.Graph, o Options, c conditioning) {
 	var noiseSum string
 	for k := range numBands {
 		y := b.mul(b.add(repeat("noise_a", tabA, k, noiseLenA, repsA), repeat("noise_b", tabB, k, noiseLenB, repsB)), weights[k])
-		if noiseSum == "" {
-			noiseSum = y
-		} else {
-			noiseSum = b.add(noiseSum, y)
-		}
+		noiseSum = b.accumulate(noiseSum, y)
 	}
 
 	out := b.mul(b.add(voicedSum, noiseSum), b.f(outputGain))
