@@ -146,8 +146,8 @@ func FuzzDecodePhraseChunk(f *testing.F) {
 func FuzzPhraseRoundTrip(f *testing.F) {
 	f.Add([]byte{}, uint8(1))
 	f.Add([]byte{0, 0x80}, uint8(1))
-	f.Add(samplesToBytes(nil, fullScaleNoise(600, 8)), uint8(2))
-	f.Add(samplesToBytes(nil, speechLike(8000, 0.1, 9).Samples), uint8(1))
+	f.Add(AppendS16LE(nil, fullScaleNoise(600, 8)), uint8(2))
+	f.Add(AppendS16LE(nil, speechLike(8000, 0.1, 9).Samples), uint8(1))
 	f.Fuzz(func(t *testing.T, data []byte, channels uint8) {
 		ch := int(channels%MaxChannels) + 1
 		n := len(data) / 2 / ch * ch

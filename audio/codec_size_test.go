@@ -17,7 +17,7 @@ func plainZstd(tb testing.TB, p PCM) int {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return len(enc.EncodeAll(samplesToBytes(nil, p.Samples), nil))
+	return len(enc.EncodeAll(AppendS16LE(nil, p.Samples), nil))
 }
 
 // flacSizes reads testdata/codec/speech.flac-size.txt: "name bytes" lines.

@@ -6,10 +6,13 @@
 package audio
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
+	"unsafe"
 )
 
 // Limits every PCM in mynah stays within. The WAV reader and the resampler
@@ -285,4 +288,38 @@ func clampInt16(v float64) int16 {
 		return math.MinInt16
 	}
 	return int16(v)
+}
+
+// AppendS16LE appends s to dst as 16-bit little-endian samples: the bytes
+// of a WAV file's data, an ALSA S16_LE buffer or a Wyoming audio-chunk.
+// On a little-endian CPU (amd64, arm64) that is the samples' own memory,
+// copied in one piece; a Wyoming cache hit frames its whole answer this
+// way, so a per-sample loop showed in its profile (33 µs a 2 s phrase).
+func AppendS16LE(dst []byte, s []int16) []byte {
+	if littleEndian && len(s) > 0 {
+		return append(dst, S16LEView(s)...)
+	}
+	return appendS16LEBytewise(dst, s)
+}
+
+// S16LEView returns s as 16-bit little-endian bytes without copying them
+// where it can: on a little-endian CPU the bytes are s's own memory, and
+// change when s does; elsewhere they are a copy. For handing samples that
+// no one changes any more (engine chunks, the phrase cache's decoded
+// audio) to a writer.
+func S16LEView(s []int16) []byte {
+	if littleEndian && len(s) > 0 {
+		return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 2*len(s))
+	}
+	return appendS16LEBytewise(nil, s)
+}
+
+// appendS16LEBytewise is AppendS16LE for a big-endian CPU.
+func appendS16LEBytewise(dst []byte, s []int16) []byte {
+	dst = slices.Grow(dst, 2*len(s))
+	b := dst[len(dst) : len(dst)+2*len(s)]
+	for i, v := range s {
+		binary.LittleEndian.PutUint16(b[2*i:], uint16(v))
+	}
+	return dst[:len(dst)+2*len(s)]
 }

@@ -192,3 +192,58 @@ func TestConvert(t *testing.T) {
 		t.Errorf("identity Convert changed the audio (%v)", err)
 	}
 }
+
+// TestAppendS16LE checks both ways of writing samples (the CPU's own
+// memory on little-endian machines, byte by byte elsewhere) against the
+// format's definition: low byte first, two's complement.
+func TestAppendS16LE(t *testing.T) {
+	long := make([]int16, 1000)
+	for i := range long {
+		long[i] = int16(i*131 - 32768)
+	}
+	for _, tt := range []struct {
+		name string
+		dst  []byte
+		s    []int16
+	}{
+		{"nothing", nil, nil},
+		{"nothing onto bytes", []byte("RIFF"), []int16{}},
+		{"extremes", nil, []int16{0, 1, -1, 32767, -32768, 256, -256}},
+		{"onto bytes", []byte{9, 8, 7}, []int16{0x1234, -2}},
+		{"long", make([]byte, 0, 3), long},
+	} {
+		want := slices.Clone(tt.dst)
+		for _, v := range tt.s {
+			want = append(want, byte(uint16(v)), byte(uint16(v)>>8))
+		}
+		for name, f := range map[string]func([]byte, []int16) []byte{"AppendS16LE": AppendS16LE, "bytewise": appendS16LEBytewise} {
+			got := f(slices.Clone(tt.dst), tt.s)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s %s: got % x, want % x", name, tt.name, got, want)
+			}
+		}
+		if got := S16LEView(tt.s); !slices.Equal(got, want[len(tt.dst):]) {
+			t.Errorf("S16LEView %s: got % x, want % x", tt.name, got, want[len(tt.dst):])
+		}
+	}
+	// On this CPU's byte order the view is the samples' memory.
+	s := []int16{1, 2}
+	v := S16LEView(s)
+	s[0] = 0x0102
+	if shared := v[0] == 2 && v[1] == 1; shared != littleEndian {
+		t.Errorf("view % x after the samples changed: shared %v, little-endian CPU %v", v, shared, littleEndian)
+	}
+}
+
+func BenchmarkAppendS16LE(b *testing.B) {
+	s := make([]int16, 44100) // 2 s at 22050 Hz
+	for i := range s {
+		s[i] = int16(i)
+	}
+	buf := make([]byte, 0, 2*len(s))
+	b.SetBytes(int64(2 * len(s)))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = AppendS16LE(buf[:0], s)
+	}
+}

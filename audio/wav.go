@@ -366,7 +366,7 @@ func WriteWAV(w io.Writer, p PCM) error {
 	if _, err := w.Write(hdr[:]); err != nil {
 		return fmt.Errorf("write wav: %w", err)
 	}
-	if _, err := w.Write(samplesToBytes(nil, p.Samples)); err != nil {
+	if _, err := w.Write(AppendS16LE(nil, p.Samples)); err != nil {
 		return fmt.Errorf("write wav: %w", err)
 	}
 	return nil
@@ -378,7 +378,7 @@ func WriteWAV(w io.Writer, p PCM) error {
 func EncodeWAV(p PCM) []byte {
 	out := make([]byte, wavHeaderSize, wavHeaderSize+2*len(p.Samples))
 	putWAVHeader(out, p.Rate, p.Channels, uint32(min(int64(len(p.Samples))*2, maxWAVData)))
-	return samplesToBytes(out, p.Samples)
+	return AppendS16LE(out, p.Samples)
 }
 
 func putWAVHeader(b []byte, rate, channels int, dataSize uint32) {
@@ -395,16 +395,6 @@ func putWAVHeader(b []byte, rate, channels int, dataSize uint32) {
 	le.PutUint16(b[34:36], 16)
 	copy(b[36:40], "data")
 	le.PutUint32(b[40:44], dataSize)
-}
-
-// samplesToBytes appends s as little-endian int16 to dst.
-func samplesToBytes(dst []byte, s []int16) []byte {
-	dst = append(dst, make([]byte, 2*len(s))...)
-	b := dst[len(dst)-2*len(s):]
-	for i, v := range s {
-		binary.LittleEndian.PutUint16(b[2*i:], uint16(v))
-	}
-	return dst
 }
 
 // WAVWriter streams 16-bit PCM into a WAV file whose length is not known in
@@ -454,7 +444,7 @@ func (ww *WAVWriter) Write(samples []int16) error {
 	if ww.data+2*int64(len(samples)) > maxWAVData {
 		return fmt.Errorf("write wav: %w: file would pass the 4 GiB WAV size limit", ErrInvalidPCM)
 	}
-	ww.buf = samplesToBytes(ww.buf[:0], samples)
+	ww.buf = AppendS16LE(ww.buf[:0], samples)
 	n, err := ww.w.Write(ww.buf)
 	ww.data += int64(n)
 	if err != nil {

@@ -69,7 +69,7 @@ func fmtExtensible(subTag, channels, rate, bits, validBits int) []byte {
 	return chunk("fmt ", b)
 }
 
-func le16(v ...int16) []byte { return samplesToBytes(nil, v) }
+func le16(v ...int16) []byte { return AppendS16LE(nil, v) }
 
 // pcm16 is a valid 22050 Hz mono 16-bit file holding v.
 func pcm16(v ...int16) []byte {

@@ -193,6 +193,7 @@ type Piper struct {
 	warnOnce sync.Map // phoneme → struct{}: log each unknown phoneme once
 	// split keeps the phoneme ids SplitFor computed, for SynthesizeSentence.
 	splitIDs phonemeMemo
+	runs     runsMemo // RunsFor's answers
 	// ran: the model ran since the last ReleaseMemory, so its arena may
 	// hold memory to give back.
 	ran atomic.Bool

@@ -411,3 +411,56 @@ func TestPhonemeMemoConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// RunsFor remembers a sentence's runs: asked again for the same sentence
+// and rate (a phrase-cache hit coming back), it answers without the front
+// end, the same runs; another rate is a sentence of its own.
+func TestRunsForRemembers(t *testing.T) {
+	p := newTestPiper(t, textConfig(), echoRun(func(string, []ort.Tensor) {}))
+	front := &countingFront{Phonemizer: p.front}
+	p.front = front
+	prm, err := p.Resolve(Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := p.RunsFor("ab cd ef", prm)
+	if n := front.calls.Load(); n != 1 {
+		t.Fatalf("front end ran %d times for one sentence", n)
+	}
+	if again := p.RunsFor("ab cd ef", prm); !slices.Equal(again, first) || front.calls.Load() != 1 {
+		t.Fatalf("again: %q after %q, front end ran %d times; want the same runs, no second run", again, first, front.calls.Load())
+	}
+	slow := prm
+	slow.LengthScale *= 2
+	p.RunsFor("ab cd ef", slow)
+	if n := front.calls.Load(); n != 2 {
+		t.Fatalf("another rate: front end ran %d times in all, want 2", n)
+	}
+	// A synthesis after a remembered answer finds no ids kept for it and
+	// phonemizes: the same audio as ever.
+	if _, _, err := p.SynthesizeSentence("ab cd ef", prm); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The runs memo forgets the oldest sentence first and holds at most
+// runsMemoSize.
+func TestRunsMemoEvictsOldest(t *testing.T) {
+	var m runsMemo
+	for i := range runsMemoSize + 2 {
+		m.put(runsKey{strconv.Itoa(i), 1}, []string{strconv.Itoa(i)})
+	}
+	m.put(runsKey{"5", 1}, []string{"not kept: 5 is there"})
+	for i := range runsMemoSize + 2 {
+		runs, ok := m.get(runsKey{strconv.Itoa(i), 1})
+		if want := i >= 2; ok != want || (ok && runs[0] != strconv.Itoa(i)) {
+			t.Fatalf("sentence %d: %q %v, want found %v", i, runs, ok, want)
+		}
+	}
+	if _, ok := m.get(runsKey{"9", 2}); ok {
+		t.Fatal("found a sentence under a rate it was not cut for")
+	}
+	if len(m.m) != runsMemoSize {
+		t.Fatalf("memo holds %d, want %d", len(m.m), runsMemoSize)
+	}
+}

@@ -630,15 +630,29 @@ func (cn *conn) writeFormat(typ string, rate, channels int) error {
 }
 
 // writeAudio sends p as audio-chunk events of SamplesPerChunk frames, s16le.
-// An empty p is sent as one empty chunk. Each chunk is framed straight
-// into one buffer (appendAudioChunk): a cache hit's whole answer is
-// these, and going through Event and JSON cost five allocations a chunk.
+// An empty p is sent as one empty chunk. A cache hit's whole answer is
+// these, so they cost little: each chunk's header and format are framed
+// into one buffer for the call (appendAudioChunkHeader; going through
+// Event and JSON cost five allocations a chunk), and its payload is p's
+// own memory (audio.S16LEView), which the engine never changes once it
+// has handed it out (engine.Chunk).
 func (cn *conn) writeAudio(p audio.PCM) error {
 	step := cn.s.o.SamplesPerChunk * p.Channels
+	chunks := max(1, (len(p.Samples)+step-1)/step)
+	headers := make([]byte, 0, chunks*maxChunkHeader)
 	for i := 0; i < len(p.Samples) || i == 0; i += step {
 		part := p.Samples[i:min(i+step, len(p.Samples))]
 		f := audioFormat{Rate: p.Rate, Width: 2, Channels: p.Channels, Timestamp: cn.timestamp()}
-		if err := cn.queue(net.Buffers{appendAudioChunk(nil, f, part)}); err != nil {
+		start := len(headers)
+		headers = appendAudioChunkHeader(headers, f, len(part))
+		// The full slice expression keeps a header from reaching into the
+		// next; should headers grow after all, earlier ones keep the array
+		// they were framed in.
+		frame := net.Buffers{headers[start:len(headers):len(headers)]}
+		if len(part) > 0 {
+			frame = append(frame, audio.S16LEView(part))
+		}
+		if err := cn.queue(frame); err != nil {
 			return err
 		}
 		frames := int64(len(part) / p.Channels)

@@ -3,13 +3,14 @@ package wyoming
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
+
+	"github.com/mynah-tts/mynah/audio"
 )
 
 // ProtocolVersion is the version written into every event header: the
@@ -262,10 +263,24 @@ func encodeEvent(e Event) (net.Buffers, error) {
 	return bufs, nil
 }
 
+// maxChunkHeader bounds what an audio-chunk frame has besides its samples:
+// the header line and the format's JSON at their longest (MaxRate,
+// MaxChannels, a 19-digit payload length and timestamp) are 165 bytes.
+const maxChunkHeader = 165
+
 // appendAudioChunk appends the frame of an audio-chunk event of samples
 // (s16le) in format f to dst, byte for byte what encodeEvent makes of it,
 // in one buffer.
 func appendAudioChunk(dst []byte, f audioFormat, samples []int16) []byte {
+	if dst == nil {
+		dst = make([]byte, 0, maxChunkHeader+2*len(samples))
+	}
+	return audio.AppendS16LE(appendAudioChunkHeader(dst, f, len(samples)), samples)
+}
+
+// appendAudioChunkHeader appends what an audio-chunk frame of n samples
+// in format f has before its payload: the header line and the format.
+func appendAudioChunkHeader(dst []byte, f audioFormat, n int) []byte {
 	var d [96]byte
 	data := append(d[:0], `{"rate":`...)
 	data = strconv.AppendInt(data, int64(f.Rate), 10)
@@ -276,19 +291,12 @@ func appendAudioChunk(dst []byte, f audioFormat, samples []int16) []byte {
 	data = append(data, `,"timestamp":`...)
 	data = strconv.AppendInt(data, f.Timestamp, 10)
 	data = append(data, '}')
-	if dst == nil {
-		dst = make([]byte, 0, 96+len(data)+2*len(samples))
-	}
 	dst = append(dst, `{"type":"`+typeAudioChunk+`","version":"`+ProtocolVersion+`","data_length":`...)
 	dst = strconv.AppendInt(dst, int64(len(data)), 10)
-	if len(samples) > 0 {
+	if n > 0 {
 		dst = append(dst, `,"payload_length":`...)
-		dst = strconv.AppendInt(dst, int64(2*len(samples)), 10)
+		dst = strconv.AppendInt(dst, int64(2*n), 10)
 	}
 	dst = append(dst, "}\n"...)
-	dst = append(dst, data...)
-	for _, s := range samples {
-		dst = binary.LittleEndian.AppendUint16(dst, uint16(s))
-	}
-	return dst
+	return append(dst, data...)
 }

@@ -7,8 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mynah-tts/mynah/audio"
 )
 
 func read(s string, lim Limits) (Event, error) {
@@ -208,5 +212,18 @@ func TestAppendAudioChunkIsEncodeEvent(t *testing.T) {
 		if err != nil || e.Type != typeAudioChunk || !bytes.Equal(e.Payload, payload) {
 			t.Errorf("%+v: read back %q, %d payload bytes, %v", tt.f, e.Type, len(e.Payload), err)
 		}
+	}
+}
+
+// TestMaxChunkHeader: writeAudio sizes its buffer with maxChunkHeader a
+// chunk; a frame at the longest format and lengths must fit in it.
+func TestMaxChunkHeader(t *testing.T) {
+	samples := make([]int16, 4)
+	frame := appendAudioChunk(nil, audioFormat{Rate: audio.MaxRate, Width: 2, Channels: audio.MaxChannels, Timestamp: math.MaxInt64}, samples)
+	// The payload length a frame of 2^62 samples would write: 19 digits,
+	// as long as an int64 gets.
+	extra := len(strconv.Itoa(math.MaxInt64)) - len(strconv.Itoa(2*len(samples)))
+	if got := len(frame) - 2*len(samples) + extra; got != maxChunkHeader {
+		t.Errorf("longest audio-chunk header is %d bytes, maxChunkHeader says %d", got, maxChunkHeader)
 	}
 }
