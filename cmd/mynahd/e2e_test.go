@@ -38,6 +38,13 @@ import (
 var alsaCapture string
 
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(wyomingClientEnv); addr != "" {
+		if err := benchClientMain(addr, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "wyoming bench client:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	setWait()
 	audiotest.Main(m, &alsaCapture)
 }

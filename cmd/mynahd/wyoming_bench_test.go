@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -35,6 +37,13 @@ type benchVoice struct{ name, speaker string }
 // synthesize, neighbours on different voices and speakers. It reports
 // request sent → first audio-chunk (p50, p90 over all requests) and the
 // wall time until all 10 have their audio-stop.
+//
+// The clients run in a process of their own (this test binary again,
+// benchClientMain), as Home Assistant's do: on the same two cores, but with
+// their own heap, so that what they allocate reading ten answers does not
+// set off the server's garbage collector, which in one process it did
+// every few ops (a client allocates each chunk it reads; the server
+// answering a cache hit, little).
 //
 // cache=on repeats the same 10 sentence/voice pairs every op, filled by
 // the untimed first op: every timed request is a phrase-cache hit.
@@ -115,20 +124,26 @@ func benchWyoming(b *testing.B, cached bool) {
 		"It will rain this afternoon.",
 		"The garage door is still open.",
 	}
-	round := func(op int) (firsts []time.Duration, total time.Duration, err error) {
-		firsts = make([]time.Duration, wyomingClients)
-		errs := make([]error, wyomingClients)
-		var wg sync.WaitGroup
-		start := time.Now()
-		for i := range wyomingClients {
+	client, err := startWyomingClient(cfg.Wyoming.Listen)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := client.close(); err != nil {
+			b.Error(err)
+		}
+	}()
+	round := func(op int) ([]time.Duration, time.Duration, error) {
+		reqs := make([]benchRequest, wyomingClients)
+		for i := range reqs {
 			text := sentences[i%len(sentences)]
 			if !cached {
 				text = fmt.Sprintf("Reminder %d: %s", op*wyomingClients+i, text)
 			}
-			wg.Go(func() { firsts[i], errs[i] = speakOnce(cfg.Wyoming.Listen, text, voices[i%len(voices)]) })
+			v := voices[i%len(voices)]
+			reqs[i] = benchRequest{Text: text, Voice: v.name, Speaker: v.speaker}
 		}
-		wg.Wait()
-		return firsts, time.Since(start), errors.Join(errs...)
+		return client.round(reqs)
 	}
 	// The untimed first op loads every voice and speaker and, with the
 	// cache on, fills it.
@@ -184,6 +199,106 @@ func waitWyoming(addr string) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// wyomingClientEnv makes the test binary BenchmarkWyomingConcurrent's
+// client process, speaking to the Wyoming server at its value.
+const wyomingClientEnv = "MYNAH_WYOMING_BENCH_CLIENT"
+
+// benchRequest is one client's request in a round.
+type benchRequest struct {
+	Text    string `json:"text"`
+	Voice   string `json:"voice"`
+	Speaker string `json:"speaker"`
+}
+
+// benchRound is what the client process answers for one round: each
+// request's time to its first audio-chunk, in request order, and the
+// round's wall time.
+type benchRound struct {
+	Firsts []time.Duration `json:"firsts"`
+	Total  time.Duration   `json:"total"`
+	Err    string          `json:"error,omitempty"`
+}
+
+// benchClientMain is the client process: for each line of in (a JSON list
+// of requests) it sends every request at once, each on its own
+// connection (speakOnce), and writes a benchRound line to out.
+func benchClientMain(addr string, in io.Reader, out io.Writer) error {
+	dec, enc := json.NewDecoder(in), json.NewEncoder(out)
+	for {
+		var reqs []benchRequest
+		if err := dec.Decode(&reqs); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		r := benchRound{Firsts: make([]time.Duration, len(reqs))}
+		errs := make([]error, len(reqs))
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i, q := range reqs {
+			wg.Go(func() { r.Firsts[i], errs[i] = speakOnce(addr, q.Text, benchVoice{q.Voice, q.Speaker}) })
+		}
+		wg.Wait()
+		r.Total = time.Since(start)
+		if err := errors.Join(errs...); err != nil {
+			r.Err = err.Error()
+		}
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+}
+
+// benchClient is the benchmark's handle on the client process.
+type benchClient struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *json.Decoder
+}
+
+func startWyomingClient(addr string) (*benchClient, error) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), wyomingClientEnv+"="+addr)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the client process: %w", err)
+	}
+	return &benchClient{cmd: cmd, in: in, out: json.NewDecoder(out)}, nil
+}
+
+// round has the client process send reqs at once and returns what it
+// measured.
+func (c *benchClient) round(reqs []benchRequest) ([]time.Duration, time.Duration, error) {
+	if err := json.NewEncoder(c.in).Encode(reqs); err != nil {
+		return nil, 0, fmt.Errorf("client process: %w", err)
+	}
+	var r benchRound
+	if err := c.out.Decode(&r); err != nil {
+		return nil, 0, fmt.Errorf("client process: %w", err)
+	}
+	if r.Err != "" {
+		return nil, 0, errors.New(r.Err)
+	}
+	return r.Firsts, r.Total, nil
+}
+
+// close ends the client process (its input closed, it exits).
+func (c *benchClient) close() error {
+	c.in.Close()
+	if err := c.cmd.Wait(); err != nil {
+		return fmt.Errorf("client process: %w", err)
+	}
+	return nil
 }
 
 // speakOnce is one Home Assistant request on a fresh connection: it
