@@ -306,7 +306,7 @@ func (cn *conn) handle(ctx context.Context, ev Event, arrived time.Time) error {
 	switch ev.Type {
 	case typeDescribe:
 		cn.s.st.describes.Add(1)
-		info, err := infoEvent(cn.s.o.Version, cn.s.o.Engine.Voices())
+		info, err := infoEvent(cn.s.o.Version, cn.s.voiceList(true))
 		if err != nil {
 			return fmt.Errorf("info: %w", err)
 		}
@@ -429,18 +429,37 @@ func decode(ev Event, v any) error {
 // default voice when it speaks that language, else the first installed
 // one that does, else the first not installed. None is the engine's
 // default voice. A voice not installed is installed first (install).
+//
+// It looks in the list an earlier request read if that is under
+// voiceListTTL old (Server.voiceList): listing reads the voices
+// directory and every voice's files, 60 µs of a 200 µs cache hit. A
+// voice gone since fails where the engine loads it, as it would a moment
+// after the check; one not found there, or to be installed, is looked
+// for again in a list read now.
 func (cn *conn) voice(ctx context.Context, v *voiceData) (speech.Request, error) {
 	if v == nil || (v.Name == "" && v.Language == "") {
 		return speech.Request{}, nil
 	}
-	voices := cn.s.o.Engine.Voices()
+	vi, err := pickVoice(cn.s.voiceList(false), v)
+	if vi == nil || vi.NotInstalled {
+		vi, err = pickVoice(cn.s.voiceList(true), v)
+	}
+	if err != nil {
+		return speech.Request{}, err
+	}
+	return speech.Request{Voice: vi.Name, Speaker: v.Speaker}, cn.install(ctx, *vi)
+}
+
+// pickVoice is voice's choice among voices; nil with an error when none
+// fits.
+func pickVoice(voices []VoiceInfo, v *voiceData) (*VoiceInfo, error) {
 	if v.Name != "" {
-		for _, vi := range voices {
-			if vi.Name == v.Name {
-				return speech.Request{Voice: vi.Name, Speaker: v.Speaker}, cn.install(ctx, vi)
+		for i := range voices {
+			if voices[i].Name == v.Name {
+				return &voices[i], nil
 			}
 		}
-		return speech.Request{}, refuse(CodeUnknownVoice, "no voice %q (describe lists the voices)", v.Name)
+		return nil, refuse(CodeUnknownVoice, "no voice %q (describe lists the voices)", v.Name)
 	}
 	var match, notInstalled *VoiceInfo
 	for i := range voices {
@@ -450,7 +469,7 @@ func (cn *conn) voice(ctx context.Context, v *voiceData) (speech.Request, error)
 		}
 		switch {
 		case vi.Default && !vi.NotInstalled:
-			return speech.Request{Voice: vi.Name, Speaker: v.Speaker}, nil
+			return vi, nil
 		case vi.NotInstalled && notInstalled == nil:
 			notInstalled = vi
 		case !vi.NotInstalled && match == nil:
@@ -461,9 +480,9 @@ func (cn *conn) voice(ctx context.Context, v *voiceData) (speech.Request, error)
 		match = notInstalled
 	}
 	if match != nil {
-		return speech.Request{Voice: match.Name, Speaker: v.Speaker}, cn.install(ctx, *match)
+		return match, nil
 	}
-	return speech.Request{}, refuse(CodeUnknownVoice, "no voice for language %q", v.Language)
+	return nil, refuse(CodeUnknownVoice, "no voice for language %q", v.Language)
 }
 
 // install installs a voice info lists as not installed, before the

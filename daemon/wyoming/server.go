@@ -145,6 +145,26 @@ type Server struct {
 
 	idleMu sync.Mutex
 	idle   []*conn // connections without a request in progress, longest idle first
+
+	voicesMu sync.Mutex
+	voices   []VoiceInfo // the engine's list as voiceList last read it, shared read-only
+	voicesAt time.Time
+}
+
+// voiceListTTL is how long a request may pick its voice from the list an
+// earlier one read (conn.voice): a burst of satellites asking at once
+// reads it once.
+const voiceListTTL = time.Second
+
+// voiceList returns the engine's voices: the list read under
+// voiceListTTL ago, unless fresh. Callers must not change it.
+func (s *Server) voiceList(fresh bool) []VoiceInfo {
+	s.voicesMu.Lock()
+	defer s.voicesMu.Unlock()
+	if fresh || s.voices == nil || time.Since(s.voicesAt) >= voiceListTTL {
+		s.voices, s.voicesAt = s.o.Engine.Voices(), time.Now()
+	}
+	return s.voices
 }
 
 // New checks opts and returns a Server. Errors wrap ErrInvalidOptions and

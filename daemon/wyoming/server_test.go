@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -507,5 +508,57 @@ func TestRunBadAddress(t *testing.T) {
 	}
 	if err := s.Run(context.Background()); err == nil {
 		t.Fatal("Run on a bad port succeeded")
+	}
+}
+
+// A burst of requests picks its voices from one reading of the engine's
+// list; a voice that list lacks (installed since) is looked for in a
+// list read then, and describe always reads it anew.
+func TestVoiceListReadOncePerBurst(t *testing.T) {
+	rec := new(recorder)
+	var mu sync.Mutex
+	reads := 0
+	voices := slices.Clone(testVoices)
+	eng := sentenceEngine(rec)
+	eng.VoicesFunc = func() []VoiceInfo {
+		mu.Lock()
+		defer mu.Unlock()
+		reads++
+		return slices.Clone(voices)
+	}
+	_, addr := newServer(t, Options{Engine: eng})
+	say := func(voice string) {
+		cl := dial(t, addr)
+		cl.send(typeSynthesize, map[string]any{"text": "Hi.", "voice": map[string]string{"name": voice}})
+		cl.audio(typeAudioStop)
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return reads
+	}
+	for range 5 {
+		say(testVoices[0].Name)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("5 requests read the voice list %d times, want once (voiceListTTL %v)", n, voiceListTTL)
+	}
+	mu.Lock()
+	voices = append(voices, VoiceInfo{Name: "new-voice", Languages: []string{"en_GB"}})
+	mu.Unlock()
+	say("new-voice")
+	if n := count(); n != 2 {
+		t.Fatalf("a voice not in the list: %d reads in all, want 2", n)
+	}
+	if got := rec.requests(); got[len(got)-1].Voice != "new-voice" {
+		t.Fatalf("engine got voice %q, want new-voice", got[len(got)-1].Voice)
+	}
+	cl := dial(t, addr)
+	cl.send(typeDescribe, nil)
+	if ev := cl.must(); ev.Type != typeInfo {
+		t.Fatalf("describe: %s", ev.Type)
+	}
+	if n := count(); n != 3 {
+		t.Fatalf("describe: %d reads in all, want 3", n)
 	}
 }
