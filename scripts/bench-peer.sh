@@ -14,7 +14,7 @@
 # tokens.txt written by audio/voice/peer) and the raw benchmark output
 # (var/bench-peer.txt) go under var/. MYNAH_PEER_ROUNDS (timed passes over
 # the sentences, default 3), MYNAH_PEER_STARTS (worker starts per side,
-# default 9), MYNAH_PEER_FIRSTS (of them, first starts without an
+# default 11), MYNAH_PEER_FIRSTS (of them, first starts without an
 # optimized copy, default 3) and MYNAH_PEER_INSTALLS (starts right after
 # an install's prepare, default 3; at least one start is left for later
 # starts) trade time for steadier medians. mynah's side runs with
@@ -107,7 +107,7 @@ fi
 grep -q '^BenchmarkPeerSherpa/' var/bench-peer.txt || die "the benchmark reported nothing (output in var/bench-peer.txt)"
 
 echo
-awk -v rounds="${MYNAH_PEER_ROUNDS:-3}" -v starts="${MYNAH_PEER_STARTS:-9}" -v firsts="${MYNAH_PEER_FIRSTS:-3}" -v installs="${MYNAH_PEER_INSTALLS:-3}" '
+awk -v rounds="${MYNAH_PEER_ROUNDS:-3}" -v starts="${MYNAH_PEER_STARTS:-11}" -v firsts="${MYNAH_PEER_FIRSTS:-3}" -v installs="${MYNAH_PEER_INSTALLS:-3}" '
   # The ratio is the benchmark'"'"'s: for times, the median of back-to-back
   # pairs, which can differ a little from the medians'"'"' quotient.
   function row(label, key, digits,   m, s, r, f, k) {

@@ -26,7 +26,7 @@ const (
 	espeakDataEnv  = "MYNAH_PEER_ESPEAK_DATA"  // espeak-ng-data for sherpa
 	dirEnv         = "MYNAH_PEER_DIR"          // where the models are written (default: a temp dir)
 	roundsEnv      = "MYNAH_PEER_ROUNDS"       // timed rounds of the sentences (default 3)
-	startsEnv      = "MYNAH_PEER_STARTS"       // worker starts per side (default 9)
+	startsEnv      = "MYNAH_PEER_STARTS"       // worker starts per side (default 11: 5 later starts)
 	firstsEnv      = "MYNAH_PEER_FIRSTS"       // of them, first starts: no optimized copy (default 3)
 	installsEnv    = "MYNAH_PEER_INSTALLS"     // of them, starts right after an install's prepare (default 3)
 	nodeEnv        = "MYNAH_PEER_NODE"         // the node binary (default: node on PATH)
@@ -154,7 +154,7 @@ func peerEnv(b *testing.B) peerSetup {
 		s.dir = b.TempDir()
 	}
 	s.rounds = envInt(b, roundsEnv, 3)
-	s.starts = envInt(b, startsEnv, 9)
+	s.starts = envInt(b, startsEnv, 11)
 	s.firsts = envInt(b, firstsEnv, 3)
 	s.installs = envInt(b, installsEnv, 3)
 	if s.starts < s.firsts+s.installs+1 {
