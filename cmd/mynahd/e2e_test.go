@@ -88,8 +88,14 @@ func freeAddr(t testing.TB) string {
 
 // startDaemon runs mynahd in-process until the test ends (or stop is
 // called) and returns the broker URL and a stop func that waits for run to
-// return.
-func startDaemon(t *testing.T, cfg config.Config) (url string, stop func()) {
+// return; its log goes to stderr at warn.
+func startDaemon(t testing.TB, cfg config.Config) (url string, stop func()) {
+	t.Helper()
+	return runDaemon(t, cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// runDaemon is startDaemon with its log going to log.
+func runDaemon(t testing.TB, cfg config.Config, log *slog.Logger) (url string, stop func()) {
 	t.Helper()
 	url = cfg.MQTT.Broker
 	if url == "" {
@@ -97,7 +103,6 @@ func startDaemon(t *testing.T, cfg config.Config) (url string, stop func()) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	go func() { done <- run(ctx, cfg, log) }()
 	stopped := false
 	stop = func() {

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mynah-tts/mynah/audio/engine"
 	"github.com/mynah-tts/mynah/audio/engine/enginetest"
@@ -24,21 +23,8 @@ import (
 // ends, and returns the broker URL.
 func runWithLog(t *testing.T, cfg config.Config, rec *enginetest.Recorder) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, slog.New(rec)) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("run: %v", err)
-			}
-		case <-time.After(wait):
-			t.Error("mynahd did not stop")
-		}
-	})
-	return "tcp://" + cfg.MQTT.EmbeddedListen
+	url, _ := runDaemon(t, cfg, slog.New(rec))
+	return url
 }
 
 // TestPreloadBeforeReady: the default voice and voices.sessions.preload

@@ -2,12 +2,10 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -98,27 +96,14 @@ func benchWyoming(b *testing.B, cached bool) {
 		}
 	}
 
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// start runs mynahd until the func it returns stops it (and waits).
+	// start runs mynahd until stop or the benchmark's end (startDaemon)
+	// and waits for its Wyoming server.
 	start := func() (stop func()) {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- run(ctx, cfg, log) }()
+		_, stop = startDaemon(b, cfg)
 		if err := waitWyoming(cfg.Wyoming.Listen); err != nil {
-			cancel()
 			b.Fatal(err)
 		}
-		return func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					b.Errorf("run: %v", err)
-				}
-			case <-time.After(wait):
-				b.Error("mynahd did not stop")
-			}
-		}
+		return stop
 	}
 
 	sentences := []string{
@@ -157,12 +142,10 @@ func benchWyoming(b *testing.B, cached bool) {
 	// and the second reads every phrase from the file once.
 	stop := start()
 	if _, _, err := round(0); err != nil {
-		stop()
 		b.Fatal(err)
 	}
 	stop()
-	stop = start()
-	defer stop()
+	start()
 	if _, _, err := round(0); err != nil {
 		b.Fatal(err)
 	}

@@ -9,8 +9,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-
-	"github.com/mynah-tts/mynah/audio"
 )
 
 // ProtocolVersion is the version written into every event header: the
@@ -263,23 +261,15 @@ func encodeEvent(e Event) (net.Buffers, error) {
 	return bufs, nil
 }
 
-// maxChunkHeader bounds what an audio-chunk frame has besides its samples:
+// maxChunkHeader bounds what an audio-chunk frame has besides its samples
+// (appendAudioChunkHeader):
 // the header line and the format's JSON at their longest (MaxRate,
 // MaxChannels, a 19-digit payload length and timestamp) are 165 bytes.
 const maxChunkHeader = 165
 
-// appendAudioChunk appends the frame of an audio-chunk event of samples
-// (s16le) in format f to dst, byte for byte what encodeEvent makes of it,
-// in one buffer.
-func appendAudioChunk(dst []byte, f audioFormat, samples []int16) []byte {
-	if dst == nil {
-		dst = make([]byte, 0, maxChunkHeader+2*len(samples))
-	}
-	return audio.AppendS16LE(appendAudioChunkHeader(dst, f, len(samples)), samples)
-}
-
 // appendAudioChunkHeader appends what an audio-chunk frame of n samples
-// in format f has before its payload: the header line and the format.
+// in format f has before its payload (the samples, s16le): the header line
+// and the format, byte for byte what encodeEvent makes of them.
 func appendAudioChunkHeader(dst []byte, f audioFormat, n int) []byte {
 	var d [96]byte
 	data := append(d[:0], `{"rate":`...)

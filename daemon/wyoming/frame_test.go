@@ -227,3 +227,9 @@ func TestMaxChunkHeader(t *testing.T) {
 		t.Errorf("longest audio-chunk header is %d bytes, maxChunkHeader says %d", got, maxChunkHeader)
 	}
 }
+
+// appendAudioChunk is the whole frame writeAudio sends for samples in
+// format f: the header, then the samples as s16le.
+func appendAudioChunk(dst []byte, f audioFormat, samples []int16) []byte {
+	return audio.AppendS16LE(appendAudioChunkHeader(dst, f, len(samples)), samples)
+}

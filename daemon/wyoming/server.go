@@ -146,9 +146,10 @@ type Server struct {
 	idleMu sync.Mutex
 	idle   []*conn // connections without a request in progress, longest idle first
 
-	voicesMu sync.Mutex
-	voices   []VoiceInfo // the engine's list as voiceList last read it, shared read-only
-	voicesAt time.Time
+	voicesMu  sync.Mutex
+	voices    []VoiceInfo // the engine's list as voiceList last read it, shared read-only
+	voicesAt  time.Time
+	voicesTTL time.Duration // voiceListTTL; a test's own before Serve
 }
 
 // voiceListTTL is how long a request may pick its voice from the list an
@@ -161,7 +162,7 @@ const voiceListTTL = time.Second
 func (s *Server) voiceList(fresh bool) []VoiceInfo {
 	s.voicesMu.Lock()
 	defer s.voicesMu.Unlock()
-	if fresh || s.voices == nil || time.Since(s.voicesAt) >= voiceListTTL {
+	if fresh || s.voices == nil || time.Since(s.voicesAt) >= s.voicesTTL {
 		s.voices, s.voicesAt = s.o.Engine.Voices(), time.Now()
 	}
 	return s.voices
@@ -242,6 +243,8 @@ func New(opts *Options) (*Server, error) {
 		log:   log.With(logKeyComponent, "wyoming"),
 		conns: make(chan struct{}, o.MaxConnections),
 		speak: make(chan struct{}, max(o.MaxParallel, 0)),
+
+		voicesTTL: voiceListTTL,
 	}, nil
 }
 
